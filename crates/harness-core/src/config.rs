@@ -1,0 +1,283 @@
+//! `.harness/config.yaml`: the agent command, how it gets its prompt, and the guardrails. Also the
+//! YAML reading every input file shares (errors name the file and line).
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::error::InputError;
+
+/// The default guardrail on iterations per feature.
+pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
+/// The default completion promise.
+pub const DEFAULT_COMPLETION_PROMISE: &str = "TASK_COMPLETE";
+
+/// The whole config.yaml.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The agent every role runs.
+    pub agent: AgentConfig,
+    /// Iterations a feature may take before it fails (exit 2).
+    #[serde(default = "default_max_iterations")]
+    pub max_iterations: u32,
+    /// The word the agent prints inside `<promise>…</promise>` to finish.
+    #[serde(default = "default_completion_promise")]
+    pub completion_promise: String,
+}
+
+/// How to run the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// The argv; the first element is looked up in PATH (or relative to the working directory
+    /// when it holds a `/`).
+    pub command: Vec<String>,
+    /// How the prompt reaches the agent.
+    #[serde(default)]
+    pub prompt_via: PromptVia,
+    /// What the agent prints, so its final answer and turns can be read.
+    #[serde(default)]
+    pub output_format: OutputFormat,
+    /// Per-invocation time limit, in seconds.
+    #[serde(default = "default_timeout_secs")]
+    pub timeout_secs: u64,
+    /// After SIGTERM, seconds to wait before SIGKILL.
+    #[serde(default = "default_kill_grace_secs")]
+    pub kill_grace_secs: u64,
+}
+
+/// How the prompt is delivered to the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptVia {
+    /// Written to the agent's standard input, which is then closed.
+    #[default]
+    Stdin,
+    /// Appended as the last argument.
+    Arg,
+    /// A file whose path is in `$HARNESS_PROMPT_FILE`.
+    File,
+}
+
+/// The shape of the agent's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputFormat {
+    /// Plain text: all of it is the agent's answer.
+    #[default]
+    Text,
+    /// Claude Code's `--output-format stream-json`: the final `result` event is the answer.
+    ClaudeStreamJson,
+}
+
+fn default_max_iterations() -> u32 {
+    DEFAULT_MAX_ITERATIONS
+}
+
+fn default_completion_promise() -> String {
+    DEFAULT_COMPLETION_PROMISE.to_string()
+}
+
+fn default_timeout_secs() -> u64 {
+    1800
+}
+
+fn default_kill_grace_secs() -> u64 {
+    5
+}
+
+impl AgentConfig {
+    /// The per-invocation time limit.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs(self.timeout_secs)
+    }
+
+    /// The wait between SIGTERM and SIGKILL.
+    pub fn kill_grace(&self) -> Duration {
+        Duration::from_secs(self.kill_grace_secs)
+    }
+}
+
+impl Config {
+    /// Reads and checks `path`.
+    pub fn load(path: &Path) -> Result<Self, InputError> {
+        let text = read_input(path)?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses and checks config.yaml text (`path` only names the file in errors).
+    pub fn parse(text: &str, path: &Path) -> Result<Self, InputError> {
+        if text.trim().is_empty() {
+            return Err(InputError::in_file(path, "the file is empty")
+                .with_hint("it needs at least `agent: {command: [...]}`; see `./run.sh init`"));
+        }
+        let config: Config = parse_yaml(text, path)?;
+        config.check().map_err(|message| {
+            InputError::in_file(path, message.clone()).at_line(line_of_key(text, &message))
+        })?;
+        Ok(config)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        match self.agent.command.first() {
+            None => return Err("agent.command is empty: give the agent's argv".into()),
+            Some(program) if program.trim().is_empty() => {
+                return Err("agent.command starts with an empty program name".into())
+            }
+            Some(_) => {}
+        }
+        if self.max_iterations == 0 {
+            return Err("max_iterations must be at least 1".into());
+        }
+        if self.agent.timeout_secs == 0 {
+            return Err("agent.timeout_secs must be at least 1".into());
+        }
+        let promise = &self.completion_promise;
+        if promise.is_empty()
+            || !promise
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        {
+            return Err(format!(
+                "completion_promise {promise:?} must be a non-empty word of letters, digits, '_', '-' or '.'"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The line of the first config key a check message names, so the error can point at it.
+fn line_of_key(text: &str, message: &str) -> Option<usize> {
+    let key = message.split_whitespace().next()?.rsplit('.').next()?;
+    text.lines()
+        .position(|line| line.trim_start().starts_with(&format!("{key}:")))
+        .map(|index| index + 1)
+}
+
+/// Reads an input file as UTF-8 text (a leading BOM is dropped), with errors that name the file.
+pub fn read_input(path: &Path) -> Result<String, InputError> {
+    let bytes = std::fs::read(path).map_err(|error| {
+        let error = InputError::in_file(path, io_message(&error));
+        if path
+            .file_name()
+            .is_some_and(|n| n == "config.yaml" || n == "features.yaml")
+        {
+            error.with_hint("create the state directory with `./run.sh init -C <project dir>`")
+        } else {
+            error
+        }
+    })?;
+    let text = String::from_utf8(bytes).map_err(|error| {
+        let line = error.as_bytes()[..error.utf8_error().valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
+        InputError::in_file(path, "the file is not valid UTF-8").at_line(Some(line))
+    })?;
+    Ok(text
+        .strip_prefix('\u{feff}')
+        .map(str::to_string)
+        .unwrap_or(text))
+}
+
+/// Deserialises YAML, turning serde's error into one line with the file and line.
+pub fn parse_yaml<T: DeserializeOwned>(text: &str, path: &Path) -> Result<T, InputError> {
+    serde_yaml::from_str(text).map_err(|error| {
+        let line = error.location().map(|location| location.line());
+        let mut message = error.to_string();
+        // serde_yaml appends " at line L column C"; the line is already in the prefix.
+        if let Some(index) = message.find(" at line ") {
+            message.truncate(index);
+        }
+        InputError::in_file(path, message).at_line(line)
+    })
+}
+
+/// A short description of an I/O error ("no such file", "permission denied").
+pub fn io_message(error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_string(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        _ => error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, InputError> {
+        Config::parse(text, Path::new("config.yaml"))
+    }
+
+    #[test]
+    fn minimum_config_gets_the_documented_defaults() {
+        let config = parse("agent:\n  command: [\"claude\", \"-p\"]\n").unwrap();
+        assert_eq!(config.max_iterations, 10);
+        assert_eq!(config.completion_promise, "TASK_COMPLETE");
+        assert_eq!(config.agent.prompt_via, PromptVia::Stdin);
+        assert_eq!(config.agent.timeout_secs, 1800);
+        assert_eq!(config.agent.output_format, OutputFormat::Text);
+    }
+
+    #[test]
+    fn contract_example_parses() {
+        let config = parse(
+            "agent:\n  command: [\"claude\", \"-p\", \"--dangerously-skip-permissions\"]\n  prompt_via: stdin\n  timeout_secs: 1800\nmax_iterations: 10\ncompletion_promise: TASK_COMPLETE\n",
+        )
+        .unwrap();
+        assert_eq!(config.agent.command.len(), 3);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let error = parse("agent:\n  command: [a]\n  prompt_via: pigeon\n").unwrap_err();
+        assert_eq!(error.line, Some(3), "{error}");
+        assert!(error.message.contains("pigeon"), "{error}");
+        let error = parse("agent:\n  command: [a]\nmax_iterations: ten\n").unwrap_err();
+        assert_eq!(error.line, Some(3), "{error}");
+        let error = parse("agent:\n  command: []\n").unwrap_err();
+        assert!(error.message.contains("agent.command is empty"), "{error}");
+        assert_eq!(error.line, Some(2));
+        let error = parse("agent:\n  command: [a]\nmax_iterations: 0\n").unwrap_err();
+        assert_eq!(error.line, Some(3), "{error}");
+        let error = parse("agent: [\n").unwrap_err();
+        assert!(error.line.is_some(), "{error}");
+    }
+
+    #[test]
+    fn a_promise_must_be_one_plain_word() {
+        for bad in ["", "TWO WORDS", "<x>", "a/b"] {
+            let text = format!("agent:\n  command: [a]\ncompletion_promise: \"{bad}\"\n");
+            assert!(parse(&text).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn empty_and_unknown_keys_are_errors() {
+        assert!(parse("\n").unwrap_err().message.contains("empty"));
+        let error = parse("agent:\n  command: [a]\nmax_iteration: 3\n").unwrap_err();
+        assert!(error.message.contains("max_iteration"), "{error}");
+        assert_eq!(error.line, Some(3));
+    }
+
+    #[test]
+    fn read_input_names_the_file_and_drops_a_bom() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("config.yaml");
+        let error = read_input(&missing).unwrap_err();
+        assert!(
+            error.to_string().contains("config.yaml: no such file"),
+            "{error}"
+        );
+        std::fs::write(&missing, "\u{feff}agent: {command: [a]}\r\n").unwrap();
+        assert!(Config::load(&missing).is_ok());
+        std::fs::write(&missing, b"agent:\n  command: [\xff]\n").unwrap();
+        let error = read_input(&missing).unwrap_err();
+        assert_eq!(error.line, Some(2));
+    }
+}

@@ -1,0 +1,94 @@
+//! What the harness asks of git: how many commits an attempt made in the working directory.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// The working directory's HEAD before an attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Head {
+    /// Not a git repository (or git is not installed): commits are unknown.
+    NotARepo,
+    /// A repository without commits yet.
+    Unborn,
+    /// A commit.
+    At(String),
+}
+
+fn git(workdir: &Path, args: &[&str]) -> Option<(bool, String)> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(workdir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    Some((output.status.success(), text))
+}
+
+/// Reads HEAD of the repository at `workdir`.
+pub fn head(workdir: &Path) -> Head {
+    match git(workdir, &["rev-parse", "--is-inside-work-tree"]) {
+        Some((true, inside)) if inside == "true" => {}
+        _ => return Head::NotARepo,
+    }
+    match git(workdir, &["rev-parse", "--verify", "-q", "HEAD"]) {
+        Some((true, sha)) if !sha.is_empty() => Head::At(sha),
+        _ => Head::Unborn,
+    }
+}
+
+/// Commits on HEAD now that were not reachable from `before`; `None` without a repository.
+pub fn new_commits(workdir: &Path, before: &Head) -> Option<u64> {
+    let range = match before {
+        Head::NotARepo => return None,
+        Head::Unborn => "HEAD".to_string(),
+        Head::At(sha) => format!("{sha}..HEAD"),
+    };
+    match git(workdir, &["rev-list", "--count", &range]) {
+        Some((true, count)) => count.parse().ok(),
+        // HEAD still unborn: nothing was committed.
+        _ => Some(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(dir: &Path, args: &[&str]) {
+        let status = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    }
+
+    #[test]
+    fn counts_new_commits_from_an_unborn_or_existing_head() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(head(dir.path()), Head::NotARepo);
+        assert_eq!(new_commits(dir.path(), &Head::NotARepo), None);
+        run(dir.path(), &["init", "-q"]);
+        let before = head(dir.path());
+        assert_eq!(before, Head::Unborn);
+        assert_eq!(new_commits(dir.path(), &before), Some(0));
+        run(dir.path(), &["commit", "-q", "--allow-empty", "-m", "one"]);
+        run(dir.path(), &["commit", "-q", "--allow-empty", "-m", "two"]);
+        assert_eq!(new_commits(dir.path(), &before), Some(2));
+        let middle = head(dir.path());
+        run(
+            dir.path(),
+            &["commit", "-q", "--allow-empty", "-m", "three"],
+        );
+        assert_eq!(new_commits(dir.path(), &middle), Some(1));
+    }
+}

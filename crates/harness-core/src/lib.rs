@@ -1,0 +1,24 @@
+//! harness-core: every rule of the harness lives here, one module per concept of DESIGN.md.
+//! The binaries (`worker`, …) only parse arguments, call into this crate and map the result to an
+//! exit code, so every decision can be unit-tested and shared between roles.
+
+pub mod agent;
+pub mod atomic;
+pub mod config;
+pub mod error;
+pub mod exit_codes;
+pub mod features;
+pub mod git;
+pub mod init;
+pub mod layout;
+pub mod locks;
+pub mod memory;
+pub mod notes;
+pub mod prompt;
+pub mod ralph;
+pub mod role;
+pub mod run_state;
+pub mod signals;
+pub mod time;
+
+pub use error::{InputError, LockHeld};

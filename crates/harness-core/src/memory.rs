@@ -1,0 +1,307 @@
+//! The memory layers as the roles see them: L1 `raw.md` (append-only one-liners, appended under
+//! its lock), and the reading of L2 `summary.md` and L4 `identity/<role>.md` for prompts.
+
+use std::fmt;
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::features::FeatureId;
+use crate::layout::StateDir;
+use crate::locks::Lock;
+use crate::role::Role;
+use crate::time::{self, Timestamp};
+
+/// The longest entry text kept; a longer line is cut (and marked) so raw.md stays one-liners.
+pub const MAX_ENTRY_CHARS: usize = 500;
+/// The most entries harvested from one invocation; the rest are counted, not appended, so a
+/// flooding agent cannot flood memory.
+pub const MAX_ENTRIES_PER_INVOCATION: usize = 50;
+
+/// The kind of a raw.md entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Tag {
+    /// A trick that worked.
+    Trick,
+    /// A lesson learnt.
+    Lesson,
+    /// A decision taken.
+    Decision,
+    /// Something not to do.
+    Avoid,
+    /// A failure mode.
+    Fail,
+    /// An outcome line written by a role itself (`-`).
+    Outcome,
+}
+
+impl Tag {
+    /// The tags an agent may use, in the order the prompt lists them.
+    pub const AGENT_TAGS: [Tag; 5] = [
+        Tag::Trick,
+        Tag::Lesson,
+        Tag::Decision,
+        Tag::Avoid,
+        Tag::Fail,
+    ];
+
+    /// As written in raw.md.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tag::Trick => "TRICK",
+            Tag::Lesson => "LESSON",
+            Tag::Decision => "DECISION",
+            Tag::Avoid => "AVOID",
+            Tag::Fail => "FAIL",
+            Tag::Outcome => "-",
+        }
+    }
+}
+
+/// One raw.md line: `[2026-04-24T10:05:12Z] worker F-023 TRICK: text`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawEntry {
+    /// When it was appended.
+    pub time: Timestamp,
+    /// Who wrote it.
+    pub role: Role,
+    /// The feature it is about; `None` is written `-`.
+    pub feature: Option<FeatureId>,
+    /// Its kind.
+    pub tag: Tag,
+    /// One line of text.
+    pub text: String,
+}
+
+impl fmt::Display for RawEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let feature = self.feature.as_ref().map(FeatureId::as_str).unwrap_or("-");
+        write!(
+            f,
+            "[{}] {} {} {}: {}",
+            time::format(self.time),
+            self.role,
+            feature,
+            self.tag.as_str(),
+            self.text
+        )
+    }
+}
+
+/// If `line` of agent output is a memory entry (`TRICK: …` and the like, leading blanks
+/// allowed), its tag and cleaned text.
+pub fn harvest_line(line: &str) -> Option<(Tag, String)> {
+    let line = line.trim_start();
+    Tag::AGENT_TAGS.into_iter().find_map(|tag| {
+        let rest = line.strip_prefix(tag.as_str())?.strip_prefix(':')?;
+        let text = one_line(rest);
+        (!text.is_empty()).then_some((tag, text))
+    })
+}
+
+/// Makes `text` a single clean line: control characters become spaces, runs of blanks fold,
+/// and anything past [`MAX_ENTRY_CHARS`] is cut with `…`.
+pub fn one_line(text: &str) -> String {
+    let mut cleaned = String::with_capacity(text.len().min(MAX_ENTRY_CHARS * 4));
+    for word in text
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+    {
+        if !cleaned.is_empty() {
+            cleaned.push(' ');
+        }
+        cleaned.push_str(word);
+        if cleaned.chars().count() > MAX_ENTRY_CHARS {
+            break;
+        }
+    }
+    if cleaned.chars().count() > MAX_ENTRY_CHARS {
+        cleaned = cleaned.chars().take(MAX_ENTRY_CHARS - 1).collect();
+        cleaned.push('…');
+    }
+    cleaned
+}
+
+/// Appends `entries` to raw.md under its lock, all in one write so that lines from processes
+/// appending at once never interleave or tear.
+pub fn append_raw(state: &StateDir, entries: &[RawEntry]) -> io::Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let mut text = String::new();
+    for entry in entries {
+        text.push_str(&entry.to_string());
+        text.push('\n');
+    }
+    let _lock = Lock::acquire(&state.raw_lock())?;
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(state.raw())?;
+    // A hand edit may have left the file without a final newline; never glue onto its last line.
+    if ends_without_newline(&state.raw())? {
+        text.insert(0, '\n');
+    }
+    file.write_all(text.as_bytes())?;
+    file.sync_data()
+}
+
+fn ends_without_newline(path: &Path) -> io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(false);
+    }
+    file.seek(SeekFrom::Start(len - 1))?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last[0] != b'\n')
+}
+
+/// The text of a memory file for a prompt, or `None` when it is missing or holds only blanks.
+/// Invalid UTF-8 (a mangled hand edit) is shown with replacement characters rather than refused.
+pub fn read_layer(path: &Path) -> io::Result<Option<String>> {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes).replace('\0', "");
+            let text = text.trim_start_matches('\u{feff}').trim().to_string();
+            Ok((!text.is_empty()).then_some(text))
+        }
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+/// A memory file (summary.md, identity) for a prompt: HTML comments are dropped, and a file with
+/// nothing but headings and comments (a fresh template) counts as empty.
+pub fn read_memory_layer(path: &Path) -> io::Result<Option<String>> {
+    Ok(read_layer(path)?.and_then(|text| {
+        let text = strip_comments(&text);
+        let substantial = text.lines().any(|line| {
+            let line = line.trim();
+            !line.is_empty() && !line.starts_with('#')
+        });
+        substantial.then(|| text.trim().to_string())
+    }))
+}
+
+fn strip_comments(text: &str) -> String {
+    let mut kept = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("<!--") {
+        kept.push_str(&rest[..start]);
+        match rest[start..].find("-->") {
+            Some(end) => rest = &rest[start + end + 3..],
+            None => {
+                rest = "";
+            }
+        }
+    }
+    kept.push_str(rest);
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> Timestamp {
+        chrono::DateTime::from_timestamp(1_777_025_112 + seconds, 0).unwrap()
+    }
+
+    #[test]
+    fn entry_has_the_documented_format() {
+        let entry = RawEntry {
+            time: at(0),
+            role: Role::Worker,
+            feature: Some(FeatureId::parse("F-023").unwrap()),
+            tag: Tag::Trick,
+            text: "psql -f drizzle/*.sql applies migrations in filename order".into(),
+        };
+        assert_eq!(
+            entry.to_string(),
+            "[2026-04-24T10:05:12Z] worker F-023 TRICK: psql -f drizzle/*.sql applies migrations in filename order"
+        );
+        let outcome = RawEntry {
+            tag: Tag::Outcome,
+            role: Role::Validator,
+            text: "F-023 verified".into(),
+            ..entry
+        };
+        assert!(outcome
+            .to_string()
+            .ends_with("validator F-023 -: F-023 verified"));
+    }
+
+    #[test]
+    fn harvests_only_tagged_lines() {
+        assert_eq!(
+            harvest_line("  TRICK: use  cargo\ttest -q "),
+            Some((Tag::Trick, "use cargo test -q".into()))
+        );
+        assert_eq!(harvest_line("AVOID: x").unwrap().0, Tag::Avoid);
+        assert_eq!(harvest_line("FAIL: y").unwrap().0, Tag::Fail);
+        assert_eq!(harvest_line("DECISION: z").unwrap().0, Tag::Decision);
+        assert_eq!(harvest_line("LESSON: w").unwrap().0, Tag::Lesson);
+        assert_eq!(harvest_line("TRICK:   "), None);
+        assert_eq!(harvest_line("a TRICK: not at the start"), None);
+        assert_eq!(harvest_line("trick: lowercase"), None);
+        assert_eq!(harvest_line("TRICKY: no"), None);
+    }
+
+    #[test]
+    fn long_or_dirty_text_becomes_one_bounded_line() {
+        let text = one_line(&format!("a\u{1b}[31mb\r\n{}", "x ".repeat(1000)));
+        assert!(!text.contains('\n') && !text.contains('\u{1b}'));
+        assert_eq!(text.chars().count(), MAX_ENTRY_CHARS);
+        assert!(text.ends_with('…'));
+    }
+
+    #[test]
+    fn append_never_glues_onto_a_hand_edited_last_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        std::fs::write(state.raw(), "my own note without newline").unwrap();
+        let entry = RawEntry {
+            time: at(0),
+            role: Role::Worker,
+            feature: None,
+            tag: Tag::Lesson,
+            text: "x".into(),
+        };
+        append_raw(&state, std::slice::from_ref(&entry)).unwrap();
+        append_raw(&state, &[entry]).unwrap();
+        let text = std::fs::read_to_string(state.raw()).unwrap();
+        let lines: Vec<_> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0], "my own note without newline");
+        assert!(lines[1].ends_with("worker - LESSON: x"));
+    }
+
+    #[test]
+    fn a_template_with_only_headings_and_comments_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("worker.md");
+        std::fs::write(&path, "# Identity: worker\n\n<!-- explain\n more -->\n").unwrap();
+        assert_eq!(read_memory_layer(&path).unwrap(), None);
+        std::fs::write(&path, "# Identity\n<!-- c -->\n- run the tests first\n").unwrap();
+        assert_eq!(
+            read_memory_layer(&path).unwrap().unwrap(),
+            "# Identity\n\n- run the tests first"
+        );
+    }
+
+    #[test]
+    fn read_layer_skips_missing_and_blank_files() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_layer(&dir.path().join("none.md")).unwrap(), None);
+        std::fs::write(dir.path().join("blank.md"), " \n\n").unwrap();
+        assert_eq!(read_layer(&dir.path().join("blank.md")).unwrap(), None);
+        std::fs::write(dir.path().join("s.md"), b"## Lessons\n- a\xff\n").unwrap();
+        assert_eq!(
+            read_layer(&dir.path().join("s.md")).unwrap().unwrap(),
+            "## Lessons\n- a\u{fffd}"
+        );
+    }
+}

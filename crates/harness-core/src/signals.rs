@@ -1,0 +1,99 @@
+//! Ctrl-C, SIGTERM and SIGHUP for the role binaries. They are blocked in every thread and taken
+//! by one thread with `sigwait`, which turns them into ordinary events: the running agent's whole
+//! process tree is stopped, the attempt is recorded as interrupted, and the binary exits 130 with
+//! its state resumable. Nothing polls.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Mutex;
+
+type Listener = Box<dyn Fn(i32) + Send>;
+
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
+static LISTENER: Mutex<Option<Listener>> = Mutex::new(None);
+
+const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+fn signal_set() -> libc::sigset_t {
+    // SAFETY: sigemptyset/sigaddset only write to the set we own.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for signal in SIGNALS {
+            libc::sigaddset(&mut set, signal);
+        }
+        set
+    }
+}
+
+/// Blocks the interrupt signals and starts the thread that receives them. Call it first thing in
+/// `main`, before any other thread exists, so that every thread inherits the mask.
+pub fn install() -> std::io::Result<()> {
+    let set = signal_set();
+    // SAFETY: changes only this thread's mask, with a valid set.
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if rc != 0 {
+        return Err(std::io::Error::from_raw_os_error(rc));
+    }
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || loop {
+            let mut signal: libc::c_int = 0;
+            // SAFETY: waits on a valid set; writes the signal number into our local.
+            if unsafe { libc::sigwait(&set, &mut signal) } != 0 {
+                continue;
+            }
+            RECEIVED.store(signal, Ordering::SeqCst);
+            if let Ok(listener) = LISTENER.lock() {
+                if let Some(listener) = listener.as_ref() {
+                    listener(signal);
+                }
+            }
+        })?;
+    Ok(())
+}
+
+/// The interrupt received so far, if any.
+pub fn received() -> Option<i32> {
+    match RECEIVED.load(Ordering::SeqCst) {
+        0 => None,
+        signal => Some(signal),
+    }
+}
+
+/// Calls `listener` on every later interrupt (replacing the previous listener). Check
+/// [`received`] after subscribing, to catch one that came just before.
+pub fn subscribe(listener: impl Fn(i32) + Send + 'static) {
+    if let Ok(mut slot) = LISTENER.lock() {
+        *slot = Some(Box::new(listener));
+    }
+}
+
+/// Stops calling the listener.
+pub fn unsubscribe() {
+    if let Ok(mut slot) = LISTENER.lock() {
+        *slot = None;
+    }
+}
+
+/// In a freshly forked child, before exec: unblock the signals again, so the agent can be
+/// stopped with SIGTERM. Only async-signal-safe calls.
+pub fn reset_in_child() {
+    let set = signal_set();
+    // SAFETY: sigprocmask is async-signal-safe and the set is valid.
+    unsafe {
+        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// The conventional name of a signal number, for messages.
+pub fn name(signal: i32) -> String {
+    match signal {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        libc::SIGKILL => "SIGKILL".into(),
+        libc::SIGABRT => "SIGABRT".into(),
+        libc::SIGSEGV => "SIGSEGV".into(),
+        other => format!("signal {other}"),
+    }
+}

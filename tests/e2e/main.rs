@@ -1,0 +1,8 @@
+//! End-to-end tests: `run.sh` and the real binaries on temporary projects, with the scripted agent
+//! standing in for the model.
+
+mod agent_io;
+mod bad_input;
+mod init;
+mod ralph_loop;
+mod resume;

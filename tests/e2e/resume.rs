@@ -1,0 +1,186 @@
+//! Interruptions: kill -9, Ctrl-C, and two run.sh on the same feature.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use harness_tests::{alive, code, processes_matching, text, Project};
+
+const ONE_FEATURE: &str = "features:\n  - id: F-001\n    title: Hello\n";
+
+/// Waits (bounded) until `path` exists: the scripted agent writes it when its step has begun.
+fn wait_for(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn kill_group(pgid: u32, signal: i32) {
+    // SAFETY: sends a signal to the process group the test created.
+    unsafe {
+        libc::kill(-(pgid as i32), signal);
+    }
+}
+
+#[test]
+fn resumes_after_kill_9_from_the_recorded_iteration() {
+    let project = Project::new(
+        ONE_FEATURE,
+        "steps:\n  - [print: first]\n  - [write: {path: started.txt, content: x}, hang: true]\n  - [expect_prompt: 'Iteration 3 of 10', promise: true]\n",
+    );
+    // run.sh, the worker and the agent are all killed at once, as by a power cut of the session.
+    let mut child = project
+        .command(&["F-001"])
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    wait_for(&project.workdir.join("started.txt"));
+    kill_group(child.id(), libc::SIGKILL);
+    child.wait().unwrap();
+
+    let state = project.state("F-001");
+    assert_eq!(state["status"], "running");
+    assert_eq!(state["iteration_count"], 2);
+    assert_eq!(state["attempts"][1]["outcome"], "started");
+
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let state = project.state("F-001");
+    assert_eq!(state["status"], "done");
+    assert_eq!(
+        state["iteration_count"], 3,
+        "the killed iteration still counts"
+    );
+    let outcomes: Vec<&str> = state["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["no_promise", "interrupted", "completed"]);
+}
+
+#[test]
+fn a_second_run_of_the_same_feature_exits_75_naming_the_holder() {
+    let project = Project::new(
+        ONE_FEATURE,
+        "steps:\n  - [write: {path: started.txt, content: x}, sleep: 30]\n",
+    );
+    let mut first = project
+        .command(&["F-001"])
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    wait_for(&project.workdir.join("started.txt"));
+    let started = Instant::now();
+    let out = project.run(&["F-001"]);
+    let waited = started.elapsed();
+    assert_eq!(code(&out), 75, "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("F-001 is already being run by pid"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("pid {}", first.id())),
+        "names run.sh's pid: {stderr}"
+    );
+    assert!(stderr.contains("run.sh F-001"), "{stderr}");
+    assert!(
+        waited < Duration::from_secs(20),
+        "the second run must not wait for the first"
+    );
+    kill_group(first.id(), libc::SIGKILL);
+    first.wait().unwrap();
+}
+
+#[test]
+fn a_worker_left_running_by_a_killed_run_sh_still_blocks_a_new_run() {
+    let project = Project::new(
+        ONE_FEATURE,
+        "steps:\n  - [write: {path: started.txt, content: x}, sleep: 30]\n",
+    );
+    let mut first = project
+        .command(&["F-001"])
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    wait_for(&project.workdir.join("started.txt"));
+    // Only run.sh dies; its worker and agent go on.
+    // SAFETY: kills the run.sh process the test started.
+    unsafe {
+        libc::kill(first.id() as i32, libc::SIGKILL);
+    }
+    first.wait().unwrap();
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 75, "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("(worker F-001"),
+        "{}",
+        text(&out.stderr)
+    );
+    kill_group(first.id(), libc::SIGKILL);
+}
+
+#[test]
+fn ctrl_c_stops_the_agent_and_leaves_the_feature_resumable() {
+    let project = Project::new(
+        ONE_FEATURE,
+        "steps:\n  - [write: {path: started.txt, content: x}, spawn: 'sleep 6137', hang: true]\n  - [promise: true]\n",
+    );
+    let mut child = project
+        .command(&["F-001"])
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    wait_for(&project.workdir.join("started.txt"));
+    // A terminal's Ctrl-C goes to the foreground process group: run.sh and the worker.
+    kill_group(child.id(), libc::SIGINT);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    let state = project.state("F-001");
+    assert_eq!(state["status"], "pending");
+    assert_eq!(state["attempts"][0]["outcome"], "interrupted");
+    assert!(project
+        .read_state("raw.md")
+        .contains("interrupted by SIGINT"));
+
+    // The agent's background child went with it.
+    assert!(
+        processes_matching("sleep 6137").is_empty(),
+        "a grandchild survived Ctrl-C"
+    );
+
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(project.state("F-001")["iteration_count"], 2);
+}
+
+#[test]
+fn the_agent_dies_with_a_killed_worker() {
+    let project = Project::new(
+        ONE_FEATURE,
+        "steps:\n  - [write: {path: started.txt, content: x}, hang: true]\n",
+    );
+    let mut child = project
+        .command(&["F-001"])
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    wait_for(&project.workdir.join("started.txt"));
+    let agents = processes_matching(&project.root().join("scenario.yaml").display().to_string());
+    assert!(!agents.is_empty(), "the scripted agent is running");
+    kill_group(child.id(), libc::SIGKILL);
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while agents.iter().any(|&pid| alive(pid)) {
+        assert!(Instant::now() < deadline, "the agent outlived its worker");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

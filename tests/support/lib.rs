@@ -1,0 +1,266 @@
+//! Test support for the end-to-end tests: a temporary project with a `.harness/`, a scenario for
+//! the scripted agent, and helpers that run `run.sh` and read back what it left on disk. Nothing is
+//! ever written into the repository: projects and the identity directory are temporary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::SystemTime;
+
+/// The repository root (where run.sh is).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is inside the repository")
+        .to_path_buf()
+}
+
+/// The directory of the built binaries (`target/debug`), checked to be newer than the sources, so
+/// a test never passes against a stale build.
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf();
+    for (name, crates) in [
+        ("worker", &["worker", "harness-core"][..]),
+        ("scripted-agent", &["scripted-agent"][..]),
+    ] {
+        let binary = dir.join(name);
+        let built = std::fs::metadata(&binary)
+            .and_then(|m| m.modified())
+            .unwrap_or_else(|_| {
+                panic!(
+                    "{} is not built: run `make test` (or `cargo build --workspace` first)",
+                    binary.display()
+                )
+            });
+        let newest = newest_source(crates);
+        assert!(
+            built >= newest,
+            "{} is older than the sources: run `make test` (or `cargo build --workspace` first)",
+            binary.display()
+        );
+    }
+    dir
+}
+
+/// The newest modification time of the `src/` files of `crates`.
+fn newest_source(crates: &[&str]) -> SystemTime {
+    crates
+        .iter()
+        .flat_map(|name| walkdir::WalkDir::new(repo_root().join("crates").join(name).join("src")))
+        .filter_map(Result::ok)
+        .filter_map(|e| e.metadata().ok()?.modified().ok())
+        .max()
+        .unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+/// A temporary project, initialised with `./run.sh init`, inside a git repository with one commit.
+pub struct Project {
+    root: tempfile::TempDir,
+    /// The project directory (the agent's working directory).
+    pub workdir: PathBuf,
+}
+
+impl Project {
+    /// A new project with the given features.yaml and scenario, and a config running the
+    /// scripted agent with `agent_extra` added under `agent:` and `top_extra` at the top level.
+    pub fn new(features: &str, scenario: &str) -> Self {
+        let project = Self::bare();
+        project.git(&["init", "-q"]);
+        project.git(&["commit", "-q", "--allow-empty", "-m", "start"]);
+        let out = project.run(&["init"]);
+        assert!(out.status.success(), "init failed: {}", text(&out.stderr));
+        project.write_state("features.yaml", features);
+        project.scenario(scenario);
+        project.config("", "");
+        project
+    }
+
+    /// A temporary directory with an empty project directory and nothing else.
+    pub fn bare() -> Self {
+        let root = tempfile::tempdir().expect("tempdir");
+        let workdir = root.path().join("project");
+        std::fs::create_dir_all(&workdir).unwrap();
+        std::fs::create_dir_all(root.path().join("identity")).unwrap();
+        Self { root, workdir }
+    }
+
+    /// The temporary directory holding the project, the scenario and the identity directory.
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// `.harness/`.
+    pub fn state_dir(&self) -> PathBuf {
+        self.workdir.join(".harness")
+    }
+
+    /// The temporary identity directory (HARNESS_IDENTITY_DIR).
+    pub fn identity_dir(&self) -> PathBuf {
+        self.root().join("identity")
+    }
+
+    /// Replaces the scenario the scripted agent plays (its positions start again).
+    pub fn scenario(&self, scenario: &str) {
+        std::fs::write(self.root().join("scenario.yaml"), scenario).unwrap();
+        let _ = std::fs::remove_dir_all(self.root().join("agent-state"));
+    }
+
+    /// Rewrites config.yaml: the scripted agent, plus extra lines under `agent:` and at the top.
+    pub fn config(&self, agent_extra: &str, top_extra: &str) {
+        let agent = bin_dir().join("scripted-agent");
+        let config = format!(
+            "agent:\n  command: [{:?}, \"--scenario\", {:?}, \"--state-dir\", {:?}]\n{}{}",
+            agent.display().to_string(),
+            self.root().join("scenario.yaml").display().to_string(),
+            self.root().join("agent-state").display().to_string(),
+            indent(agent_extra),
+            top_extra
+        );
+        self.write_state("config.yaml", &config);
+    }
+
+    /// Writes a file under `.harness/`.
+    pub fn write_state(&self, name: &str, text: &str) {
+        let path = self.state_dir().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// Reads a file under `.harness/` (empty if missing).
+    pub fn read_state(&self, name: &str) -> String {
+        std::fs::read_to_string(self.state_dir().join(name)).unwrap_or_default()
+    }
+
+    /// The command that runs `run.sh -C <project> <args>` with the test environment.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(repo_root().join("run.sh"));
+        command
+            .arg("-C")
+            .arg(&self.workdir)
+            .args(args)
+            .env("HARNESS_BIN_DIR", bin_dir())
+            .env("HARNESS_IDENTITY_DIR", self.identity_dir())
+            .env_remove("HARNESS_HOME")
+            .env_remove("HARNESS_FEATURE_ID")
+            .env_remove("HARNESS_RUN_ID")
+            .env_remove("HARNESS_WORKDIR")
+            .env_remove("HARNESS_STATE_DIR")
+            .env_remove("HARNESS_FEATURE_LOCK_PID")
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Runs `run.sh -C <project> <args>` to its end.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("run.sh starts")
+    }
+
+    /// Runs git in the project.
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&self.workdir)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "test")
+            .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
+            .env("GIT_COMMITTER_NAME", "test")
+            .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    }
+
+    /// The feature's state.json, parsed.
+    pub fn state(&self, feature: &str) -> serde_json::Value {
+        let text = self.read_state(&format!("runs/{feature}/state.json"));
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("state.json of {feature}: {e}\n{text}"))
+    }
+
+    /// The feature's run directories, oldest first.
+    pub fn run_dirs(&self, feature: &str) -> Vec<PathBuf> {
+        let state = self.state(feature);
+        state["attempts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                self.state_dir()
+                    .join("runs")
+                    .join(feature)
+                    .join(a["run_id"].as_str().unwrap())
+            })
+            .collect()
+    }
+
+    /// The prompt of the feature's `n`th attempt (1-based).
+    pub fn prompt(&self, feature: &str, n: usize) -> String {
+        std::fs::read_to_string(self.run_dirs(feature)[n - 1].join("prompt.md")).unwrap()
+    }
+
+    /// A snapshot of every file under `.harness/` except lock files: path and bytes.
+    pub fn snapshot(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut files: Vec<(PathBuf, Vec<u8>)> = walkdir::WalkDir::new(self.state_dir())
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+            .filter(|e| !e.path().starts_with(self.state_dir().join("locks")))
+            .map(|e| (e.path().to_path_buf(), std::fs::read(e.path()).unwrap()))
+            .collect();
+        files.sort();
+        files
+    }
+}
+
+/// Output bytes as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The exit code, or a panic naming the signal.
+pub fn code(out: &Output) -> i32 {
+    out.status
+        .code()
+        .unwrap_or_else(|| panic!("killed by a signal: {:?}", out.status))
+}
+
+fn indent(lines: &str) -> String {
+    lines
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| format!("  {l}\n"))
+        .collect()
+}
+
+/// Whether process `pid` exists.
+pub fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// Pids of live processes whose command line (arguments joined by spaces) contains `needle`.
+pub fn processes_matching(needle: &str) -> Vec<i32> {
+    let mut pids = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return pids;
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = text(&cmdline).replace('\0', " ");
+        // A zombie has an empty command line; it no longer runs anything.
+        if cmdline.contains(needle) && pid as u32 != std::process::id() {
+            pids.push(pid);
+        }
+    }
+    pids
+}
