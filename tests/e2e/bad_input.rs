@@ -138,3 +138,22 @@ fn a_corrupt_state_file_is_reported_not_overwritten() {
     );
     assert_eq!(project.snapshot(), before);
 }
+
+#[test]
+fn an_agent_that_cannot_be_started_is_recorded_and_reported() {
+    // Linux refuses a single argument over 128 KiB: a big memory layer with `prompt_via: arg`.
+    let project = Project::new(ONE_FEATURE, "steps:\n  - [promise: true]\n");
+    project.config("prompt_via: arg\n", "");
+    project.write_state(
+        "summary.md",
+        &format!("## Lessons\n{}\n", "- a lesson\n".repeat(20_000)),
+    );
+    let out = project.run(&["F-001"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 1, "{stderr}");
+    assert!(stderr.contains("cannot start the agent"), "{stderr}");
+    assert!(stderr.contains("hint: the prompt"), "{stderr}");
+    let state = project.state("F-001");
+    assert_eq!(state["status"], "pending");
+    assert_eq!(state["attempts"][0]["outcome"], "agent_error");
+}

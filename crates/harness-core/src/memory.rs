@@ -259,6 +259,47 @@ mod tests {
     }
 
     #[test]
+    fn concurrent_appends_lose_and_interleave_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        let threads: Vec<_> = (0..8)
+            .map(|writer| {
+                let state = state.clone();
+                std::thread::spawn(move || {
+                    for n in 0..100 {
+                        let entry = RawEntry {
+                            time: at(n),
+                            role: Role::Worker,
+                            feature: Some(FeatureId::parse(&format!("F-{writer}")).unwrap()),
+                            tag: Tag::Trick,
+                            text: format!("writer {writer} entry {n} {}", "x".repeat(300)),
+                        };
+                        append_raw(&state, &[entry.clone(), entry]).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let text = std::fs::read_to_string(state.raw()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 8 * 100 * 2);
+        for line in &lines {
+            assert!(
+                line.starts_with("[2026-") && line.ends_with(&"x".repeat(300)),
+                "{line}"
+            );
+        }
+        for writer in 0..8 {
+            for n in 0..100 {
+                let needle = format!("writer {writer} entry {n} ");
+                assert_eq!(lines.iter().filter(|l| l.contains(&needle)).count(), 2);
+            }
+        }
+    }
+
+    #[test]
     fn append_never_glues_onto_a_hand_edited_last_line() {
         let dir = tempfile::tempdir().unwrap();
         let state = StateDir::new(dir.path());

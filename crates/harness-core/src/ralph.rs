@@ -209,7 +209,8 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<WorkerRep
     )?;
 
     let state_path = state_dir.run_state(&feature.id);
-    let mut state = RunState::load(&state_path)?.unwrap_or_else(|| {
+    let loaded = RunState::load(&state_path)?;
+    let mut state = loaded.clone().unwrap_or_else(|| {
         RunState::new(
             feature.id.clone(),
             config.max_iterations,
@@ -225,9 +226,12 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<WorkerRep
         state.set_max_iterations(max_iterations, started_at);
     }
     if let Some(report) = refuse_to_start(&mut state, started_at) {
-        state
-            .save(&state_path)
-            .context("cannot write the run state")?;
+        // A feature that is simply done is left byte for byte as it was.
+        if loaded.as_ref() != Some(&state) {
+            state
+                .save(&state_path)
+                .context("cannot write the run state")?;
+        }
         return Ok(report);
     }
 
@@ -315,8 +319,35 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<WorkerRep
         promise_tag: &tag,
         log: &run_dir.join("output.log"),
         echo: request.echo,
-    })
-    .with_context(|| format!("cannot start the agent {:?}", config.agent.command[0]))?;
+    });
+    let run = match run {
+        Ok(run) => run,
+        Err(error) => {
+            // The iteration was counted; record why it did not happen rather than leave it
+            // looking like a killed harness.
+            if let Some(attempt) = state.attempt_mut(run_id.as_str()) {
+                attempt.outcome = Outcome::AgentError;
+                attempt.ended_at = Some(time::now());
+            }
+            state.status = Status::Pending;
+            state
+                .save(&state_path)
+                .context("cannot write the run state")?;
+            let hint = if error.raw_os_error() == Some(libc::E2BIG) {
+                format!(
+                    "\nhint: the prompt ({} bytes) is too long for one argument; set prompt_via: stdin or file in {}",
+                    prompt.len(),
+                    state_dir.config().display()
+                )
+            } else {
+                String::new()
+            };
+            return Err(anyhow::Error::new(error).context(format!(
+                "cannot start the agent {:?}{hint}",
+                config.agent.command[0]
+            )));
+        }
+    };
     let commits = git::new_commits(&request.workdir, &head_before);
     let ended_at = time::now();
 
@@ -401,6 +432,11 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<WorkerRep
             state.finished_at = Some(ended_at);
             state.reason = None;
             exit_codes::DONE
+        }
+        // Ctrl-C that came after the agent ended still stops the loop (the state is whole).
+        Decision::Restart if crate::signals::received().is_some() => {
+            state.status = Status::Pending;
+            exit_codes::INTERRUPTED
         }
         Decision::Restart => {
             state.status = Status::Running;
