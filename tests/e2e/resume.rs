@@ -21,6 +21,18 @@ fn wait_for(path: &Path) {
     }
 }
 
+/// Starts `./run.sh F-001` in its own process group (as a terminal would) and returns once the
+/// agent's step has begun (it writes started.txt).
+fn start(project: &Project) -> std::process::Child {
+    let child = project
+        .command(&["F-001"])
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    wait_for(&project.workdir.join("started.txt"));
+    child
+}
+
 fn kill_group(pgid: u32, signal: i32) {
     // SAFETY: sends a signal to the process group the test created.
     unsafe {
@@ -35,12 +47,7 @@ fn resumes_after_kill_9_from_the_recorded_iteration() {
         "steps:\n  - [print: first]\n  - [write: {path: started.txt, content: x}, hang: true]\n  - [expect_prompt: 'Iteration 3 of 10', promise: true]\n",
     );
     // run.sh, the worker and the agent are all killed at once, as by a power cut of the session.
-    let mut child = project
-        .command(&["F-001"])
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    wait_for(&project.workdir.join("started.txt"));
+    let mut child = start(&project);
     kill_group(child.id(), libc::SIGKILL);
     child.wait().unwrap();
 
@@ -72,12 +79,7 @@ fn a_second_run_of_the_same_feature_exits_75_naming_the_holder() {
         ONE_FEATURE,
         "steps:\n  - [write: {path: started.txt, content: x}, sleep: 30]\n",
     );
-    let mut first = project
-        .command(&["F-001"])
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    wait_for(&project.workdir.join("started.txt"));
+    let mut first = start(&project);
     let started = Instant::now();
     let out = project.run(&["F-001"]);
     let waited = started.elapsed();
@@ -106,12 +108,7 @@ fn a_worker_left_running_by_a_killed_run_sh_still_blocks_a_new_run() {
         ONE_FEATURE,
         "steps:\n  - [write: {path: started.txt, content: x}, sleep: 30]\n",
     );
-    let mut first = project
-        .command(&["F-001"])
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    wait_for(&project.workdir.join("started.txt"));
+    let mut first = start(&project);
     // Only run.sh dies; its worker and agent go on.
     // SAFETY: kills the run.sh process the test started.
     unsafe {
@@ -134,12 +131,7 @@ fn ctrl_c_stops_the_agent_and_leaves_the_feature_resumable() {
         ONE_FEATURE,
         "steps:\n  - [write: {path: started.txt, content: x}, spawn: 'sleep 6137', hang: true]\n  - [promise: true]\n",
     );
-    let mut child = project
-        .command(&["F-001"])
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    wait_for(&project.workdir.join("started.txt"));
+    let mut child = start(&project);
     // A terminal's Ctrl-C goes to the foreground process group: run.sh and the worker.
     kill_group(child.id(), libc::SIGINT);
     let status = child.wait().unwrap();
@@ -168,12 +160,7 @@ fn the_agent_dies_with_a_killed_worker() {
         ONE_FEATURE,
         "steps:\n  - [write: {path: started.txt, content: x}, hang: true]\n",
     );
-    let mut child = project
-        .command(&["F-001"])
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    wait_for(&project.workdir.join("started.txt"));
+    let mut child = start(&project);
     let agents = processes_matching(&project.root().join("scenario.yaml").display().to_string());
     assert!(!agents.is_empty(), "the scripted agent is running");
     kill_group(child.id(), libc::SIGKILL);

@@ -19,22 +19,9 @@ impl Lock {
     /// Takes the lock at `path` without waiting, writing `holder` into the file; fails with
     /// [`LockHeld`] (naming the current holder) when another process has it.
     pub fn try_acquire(path: &Path, what: &str, holder: &str) -> anyhow::Result<Lock> {
-        let mut file = open_lock_file(path)?;
-        match file.try_lock_exclusive() {
-            Ok(()) => {
-                write_holder(&mut file, holder)?;
-                Ok(Lock { file })
-            }
-            Err(error) if is_contended(&error) => Err(LockHeld {
-                what: what.to_string(),
-                path: path.to_path_buf(),
-                holder: read_holder(path),
-            }
-            .into()),
-            Err(error) => {
-                Err(anyhow::Error::new(error).context(format!("cannot lock {}", path.display())))
-            }
-        }
+        let file = open_lock_file(path)?;
+        try_lock(&file, path, what, holder)?;
+        Ok(Lock { file })
     }
 
     /// Takes the lock at `path`, waiting for it (for short critical sections such as an append).
@@ -60,20 +47,23 @@ pub fn acquire_for_parent(fd: i32, path: &Path, what: &str, holder: &str) -> any
     // SAFETY: the caller passes a descriptor it opened for us on purpose; we own it from here and
     // closing our copy does not release a flock held through the parent's copy.
     let file = unsafe { File::from_raw_fd(fd) };
+    try_lock(&file, path, what, holder)
+}
+
+/// Takes the flock on `file` (an open description of the lock file at `path`) without waiting and
+/// writes `holder` into the file; or says who holds it.
+fn try_lock(file: &File, path: &Path, what: &str, holder: &str) -> anyhow::Result<()> {
     match file.try_lock_exclusive() {
-        Ok(()) => {
-            let mut by_path = open_lock_file(path)?;
-            write_holder(&mut by_path, holder)?;
-            Ok(())
-        }
+        Ok(()) => Ok(write_holder(&mut open_lock_file(path)?, holder)?),
         Err(error) if is_contended(&error) => Err(LockHeld {
             what: what.to_string(),
             path: path.to_path_buf(),
             holder: read_holder(path),
         }
         .into()),
-        Err(error) => Err(anyhow::Error::new(error)
-            .context(format!("cannot lock descriptor {fd} ({})", path.display()))),
+        Err(error) => {
+            Err(anyhow::Error::new(error).context(format!("cannot lock {}", path.display())))
+        }
     }
 }
 
