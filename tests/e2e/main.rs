@@ -3,6 +3,7 @@
 
 mod agent_io;
 mod bad_input;
+mod demo;
 mod init;
 mod ralph_loop;
 mod resume;
