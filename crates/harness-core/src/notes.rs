@@ -54,10 +54,12 @@ impl AttemptNote<'_> {
 
 /// The last `count` characters of `text` (on a character boundary).
 pub fn tail_chars(text: &str, count: usize) -> &str {
-    match text.char_indices().rev().nth(count.saturating_sub(1)) {
-        Some((index, _)) if count > 0 => &text[index..],
-        _ if count == 0 => "",
-        _ => text,
+    if count == 0 {
+        return "";
+    }
+    match text.char_indices().rev().nth(count - 1) {
+        Some((index, _)) => &text[index..],
+        None => text,
     }
 }
 
