@@ -13,9 +13,9 @@ fn the_demo_mission_ends_done() {
     let stdout = text(&out.stdout);
     assert_eq!(code(&out), 0, "{stdout}\n{}", text(&out.stderr));
     for feature in [
-        "F-001  done   2 of 5",
-        "F-002  done   3 of 5",
-        "F-003  done   1 of 5",
+        "F-001   done      2 of 5       2",
+        "F-002   done      3 of 5       2",
+        "F-003   done      1 of 5       1",
     ] {
         assert!(
             stdout.contains(feature),
@@ -26,8 +26,9 @@ fn the_demo_mission_ends_done() {
         stdout.contains("worker F-001 TRICK: keep a PROGRESS.md checklist"),
         "{stdout}"
     );
+    assert!(stdout.contains("$ sh test.sh           -> ok"), "{stdout}");
     assert!(
-        stdout.contains("F-002: greet by name, with test.sh"),
+        stdout.contains("(working tree clean: every change is committed)"),
         "{stdout}"
     );
 }

@@ -296,3 +296,25 @@ fn a_done_feature_is_not_run_again() {
     );
     assert_eq!(project.snapshot(), before);
 }
+
+#[test]
+fn an_agent_committing_everything_leaves_the_harness_state_out_of_git() {
+    let project = Project::new(
+        ONE_FEATURE,
+        "steps:\n  - [write: {path: hello.txt, content: hi}, commit: 'add -A of everything', promise: true]\n",
+    );
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let committed = project.git(&["show", "--name-only", "--format=", "HEAD"]);
+    assert!(committed.lines().any(|f| f == "hello.txt"), "{committed}");
+    for line in committed.lines() {
+        let runtime = ["runs/", "locks/", "notes/", "raw.md", "scripted-agent/"];
+        assert!(
+            !runtime
+                .iter()
+                .any(|r| line.starts_with(&format!(".harness/{r}"))),
+            "harness run-time file committed: {line}"
+        );
+    }
+    assert_eq!(project.state("F-001")["attempts"][0]["commits"], 1);
+}

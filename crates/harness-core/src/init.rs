@@ -1,5 +1,5 @@
-//! `./run.sh init`: a new `.harness/` with a commented config.yaml, a mission.md template and a
-//! features.yaml template. It never overwrites a file.
+//! `./run.sh init`: a new `.harness/` with a commented config.yaml, a mission.md template, a
+//! features.yaml template and a .gitignore for the run-time files. It never overwrites a file.
 
 use std::io;
 use std::path::PathBuf;
@@ -56,6 +56,18 @@ pub const FEATURES_TEMPLATE: &str = r#"# The feature list: the spec of the work.
 features: []
 "#;
 
+/// The .gitignore written by `init`: agents often commit with `git add -A`, and the harness's
+/// run-time files must not end up in the project's history (nor count as the agent's work).
+pub const GITIGNORE_TEMPLATE: &str = r#"# The harness's run-time state stays out of the project's commits. The spec and the curated
+# memory (config.yaml, mission.md, features.yaml, summary.md, MEMORY.md) are worth tracking.
+/runs/
+/locks/
+/notes/
+/archive/
+/raw.md
+/scripted-agent/
+"#;
+
 /// What `init` did with each file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InitReport {
@@ -76,6 +88,7 @@ pub fn init(state: &StateDir) -> io::Result<InitReport> {
         (state.config(), CONFIG_TEMPLATE),
         (state.mission(), MISSION_TEMPLATE),
         (state.features(), FEATURES_TEMPLATE),
+        (state.root().join(".gitignore"), GITIGNORE_TEMPLATE),
     ] {
         if create_new(&path, text.as_bytes())? {
             report.created.push(path);
@@ -97,7 +110,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let state = StateDir::in_workdir(dir.path());
         let report = init(&state).unwrap();
-        assert_eq!(report.created.len(), 3);
+        assert_eq!(report.created.len(), 4);
         let config = Config::load(&state.config()).unwrap();
         assert_eq!(config.max_iterations, 10);
         assert!(FeatureList::load(&state.features())
@@ -106,7 +119,7 @@ mod tests {
             .is_empty());
         std::fs::write(state.config(), "mine").unwrap();
         let report = init(&state).unwrap();
-        assert_eq!(report.kept.len(), 3);
+        assert_eq!(report.kept.len(), 4);
         assert_eq!(std::fs::read_to_string(state.config()).unwrap(), "mine");
     }
 }

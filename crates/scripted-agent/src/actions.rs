@@ -91,13 +91,19 @@ fn run(action: &Action, ctx: &Context) -> Result<(), Stop> {
         Action::ExpectPrompt(text) => {
             let text = ctx.expand(text);
             if !ctx.prompt.contains(&text) {
-                return Err(Stop::new(98, format!("prompt does not contain {text:?}")));
+                return Err(Stop::new(
+                    98,
+                    format!("prompt does not contain \"{}\"", spaced(&text)),
+                ));
             }
         }
         Action::RejectPrompt(text) => {
             let text = ctx.expand(text);
             if ctx.prompt.contains(&text) {
-                return Err(Stop::new(98, format!("prompt contains {text:?}")));
+                return Err(Stop::new(
+                    98,
+                    format!("prompt contains \"{}\"", spaced(&text)),
+                ));
             }
         }
         Action::Write(file) => write_file(file, ctx, false)?,
@@ -233,6 +239,19 @@ fn spawn(command: &str) -> Result<(), Stop> {
         .spawn()
         .map(drop)
         .map_err(|e| Stop::new(1, format!("spawn {command:?}: {e}")))
+}
+
+/// The text with `·` between its characters, for error messages: the message reaches the harness's
+/// notes and so the next prompt, where the text itself would satisfy a replayed `expect_prompt`.
+fn spaced(text: &str) -> String {
+    let mut spaced = String::with_capacity(text.len() * 3);
+    for (index, c) in text.chars().enumerate() {
+        if index > 0 {
+            spaced.push('·');
+        }
+        spaced.push(c);
+    }
+    spaced
 }
 
 #[cfg(test)]

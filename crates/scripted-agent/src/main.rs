@@ -45,7 +45,7 @@
 //! | `stderr: TEXT` | TEXT and a newline on stderr |
 //! | `promise: true` | `<promise>P</promise>`, P being the completion promise |
 //! | `echo_prompt: true` | the prompt, on stdout (with a final newline if it had none) |
-//! | `expect_prompt: TEXT` | exit 98 unless the prompt contains TEXT |
+//! | `expect_prompt: TEXT` | exit 98 unless the prompt contains TEXT (the error spells TEXT as `T·E·X·T`, so that, quoted in the next prompt's notes, it cannot satisfy a replay) |
 //! | `reject_prompt: TEXT` | exit 98 if the prompt contains TEXT |
 //! | `write: {path: P, content: C}` | replace file P with C, creating directories |
 //! | `append: {path: P, content: C}` | append C to file P, creating it and directories |

@@ -230,12 +230,15 @@ fn expect_and_reject_prompt() {
     assert_eq!(stdout(&missing), "");
     assert_eq!(
         stderr(&missing),
-        "scripted-agent: prompt does not contain \"feature F-7\"\n"
+        "scripted-agent: prompt does not contain \"f·e·a·t·u·r·e· ·F·-·7\"\n"
     );
 
     let rejected = run("feature F-7 is forbidden");
     assert_eq!(rejected.status.code(), Some(98));
-    assert!(stderr(&rejected).contains("\"forbidden\""), "{rejected:?}");
+    assert!(
+        stderr(&rejected).contains("\"f·o·r·b·i·d·d·e·n\""),
+        "{rejected:?}"
+    );
 }
 
 #[test]
