@@ -8,7 +8,8 @@ HARNESS_HOME=${HARNESS_HOME:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 export HARNESS_HOME
 
 readonly EXIT_USAGE=1
-readonly EXIT_CONTINUE=10 # worker: iteration over, not done, iterations left
+readonly EXIT_CONTINUE=10    # worker/validator: not done, iterations left: back to the worker
+readonly EXIT_PROVISIONAL=11 # worker: the promise was delivered: run the validator
 
 usage() {
   cat <<'USAGE'
@@ -16,20 +17,34 @@ Usage: ./run.sh [-C DIR] <command> [options]
 
 Commands:
   init               create DIR/.harness/ (config.yaml, mission.md, features.yaml); never overwrites
-  <FEATURE>          run the Ralph loop on one feature (e.g. F-001) until it is done or a guardrail
-                     stops it; resumes where an earlier run stopped
+  all                run every feature that is not done, in dependency order, each through the
+                     worker and the validator; a feature whose dependency failed is blocked
+  plan               run the planner on mission.md and merge its features into features.yaml
+                     (never touching features that are done, started or edited by hand)
+  replan <FEATURE>   re-break a failed feature into smaller ones (<FEATURE>.1, .2, ...)
+  status             the status board: one line per feature and the mission's totals
+  <FEATURE>          run the Ralph loop on one feature (e.g. F-001): worker iterations until the
+                     agent delivers the promise, then the validator (unless validate: false);
+                     a rejection goes back to the worker. Stops when the feature is done or a
+                     guardrail stops it; resumes where an earlier run stopped
   help               show this help
 
 Options (before or after the command):
   -C, --workdir DIR  the project to work on (default: the current directory)
   --max-iterations N set the feature's iteration guardrail (continues a feature that reached it)
+  --parallel N       with `all`: up to N independent features at once, each in its own git
+                     worktree (.harness/worktrees/<FEATURE>, branch harness/<FEATURE>), merged
+                     back when accepted; needs git; agents' output then stays in output.log
+  --json             with `status`: print JSON for scripts
+  --worktree         run the feature in its own git worktree (what `all --parallel` does)
   -q, --quiet        do not copy the agent's output to the terminal (it still goes to output.log)
   -h, --help         show this help
 
-Coming with later versions: all, plan, replan, curate, status, explain, report.
+Coming with later versions: curate, explain, report.
 
-Exit codes: 0 done; 1 usage, configuration or input error; 2 stopped by a guardrail
-(max_iterations); 3 blocked or failed for good; 75 the feature is already being run; 130 interrupted.
+Exit codes: 0 done (for `all`: every feature done); 1 usage, configuration or input error, or a
+rejected plan; 2 stopped by a guardrail (max_iterations); 3 blocked or failed for good (for `all`:
+some feature is not done); 75 the feature (or a planner) is already being run; 130 interrupted.
 
 Environment: HARNESS_HOME (the harness install; default: this script's directory),
 HARNESS_BIN_DIR (where the binaries are; default: built into HARNESS_HOME/target),
@@ -61,8 +76,13 @@ find_binaries() {
   else
     die "the harness binaries are not built" "run \`make build\` in $HARNESS_HOME, or set HARNESS_BIN_DIR"
   fi
-  [[ -x $BIN_DIR/worker ]] || die "no worker binary in $BIN_DIR" "run \`make build\`, or fix HARNESS_BIN_DIR"
+  local binary
+  for binary in worker validator planner; do
+    [[ -x $BIN_DIR/$binary ]] || die "no $binary binary in $BIN_DIR" "run \`make build\`, or fix HARNESS_BIN_DIR"
+  done
   WORKER=$BIN_DIR/worker
+  VALIDATOR=$BIN_DIR/validator
+  PLANNER=$BIN_DIR/planner
 }
 
 # Sets RUN_ID to `<unix-time>-<role>-<FEATURE>`, suffixed -2, -3… if that run exists already.
@@ -94,7 +114,15 @@ cmd_feature() {
   exec 9>>"$STATE_DIR/locks/$feature.lock"
   "$WORKER" lock -C "$WORKDIR" --feature "$feature" --fd 9 || exit $?
   export HARNESS_FEATURE_LOCK_PID=$$
-  export HARNESS_WORKDIR=$WORKDIR HARNESS_STATE_DIR=$STATE_DIR HARNESS_FEATURE_ID=$feature
+  # The agents work in the project, or in the feature's own git worktree (for `all --parallel`);
+  # the state is the project's either way.
+  local agent_dir=$WORKDIR
+  if [[ -n $WORKTREE ]]; then
+    # Not in $(…): the worker must be our own child to share our lock.
+    "$WORKER" worktree -C "$WORKDIR" --feature "$feature" >/dev/null 9>&- || exit $?
+    agent_dir=$STATE_DIR/worktrees/$feature
+  fi
+  export HARNESS_WORKDIR=$agent_dir HARNESS_STATE_DIR=$STATE_DIR HARNESS_FEATURE_ID=$feature
 
   local -a flags=()
   [[ -n $MAX_ITERATIONS ]] && flags+=(--max-iterations "$MAX_ITERATIONS")
@@ -103,14 +131,80 @@ cmd_feature() {
     next_run_id worker "$feature"
     export HARNESS_RUN_ID=$RUN_ID
     rc=0
-    "$WORKER" --feature "$feature" -C "$WORKDIR" --run-id "$RUN_ID" ${flags[@]+"${flags[@]}"} 9>&- || rc=$?
+    "$WORKER" --feature "$feature" -C "$agent_dir" --state-dir "$STATE_DIR" --run-id "$RUN_ID" \
+      ${flags[@]+"${flags[@]}"} 9>&- || rc=$?
+    if [[ $rc -eq $EXIT_PROVISIONAL ]]; then
+      next_run_id validator "$feature"
+      export HARNESS_RUN_ID=$RUN_ID
+      rc=0
+      "$VALIDATOR" --feature "$feature" -C "$agent_dir" --state-dir "$STATE_DIR" --run-id "$RUN_ID" \
+        ${QUIET:+--quiet} 9>&- || rc=$?
+    fi
     [[ $rc -eq $EXIT_CONTINUE ]] || break
   done
   exit "$rc"
 }
 
+# Runs one feature as its own run.sh process (its own lock; its own worktree when parallel).
+run_one() {
+  local -a flags=()
+  [[ -n $QUIET || $PARALLEL -gt 1 ]] && flags+=(--quiet)
+  [[ $PARALLEL -gt 1 ]] && flags+=(--worktree)
+  [[ -n $MAX_ITERATIONS ]] && flags+=(--max-iterations "$MAX_ITERATIONS")
+  "${BASH_SOURCE[0]}" -C "$WORKDIR" "${flags[@]}" "$1"
+}
+
+# Every feature that is not done, in dependency order, up to PARALLEL at once; a feature whose
+# dependency failed is blocked by the planner and never run. The exit status is the mission's.
+cmd_all() {
+  find_binaries
+  if [[ $PARALLEL -gt 1 ]] && ! git -C "$WORKDIR" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    die "--parallel $PARALLEL needs the project to be a git repository: each parallel feature works in its own git worktree" \
+      "run the features one at a time (no --parallel), or \`git init\` the project"
+  fi
+  local -A running=() # pid -> feature
+  local -a tried=() ready=() exclude=()
+  local feature next pid rc
+  while :; do
+    ready=()
+    if [[ ${#running[@]} -lt $PARALLEL ]]; then
+      exclude=()
+      for feature in ${tried[@]+"${tried[@]}"}; do exclude+=(--exclude "$feature"); done
+      next=$("$PLANNER" next -C "$WORKDIR" --limit "$((PARALLEL - ${#running[@]}))" \
+        ${exclude[@]+"${exclude[@]}"}) || exit $?
+      [[ -n $next ]] && mapfile -t ready <<<"$next"
+    fi
+    for feature in ${ready[@]+"${ready[@]}"}; do
+      tried+=("$feature")
+      printf '\n== %s\n' "$feature" >&2
+      if [[ $PARALLEL -eq 1 ]]; then
+        rc=0
+        run_one "$feature" || rc=$?
+        [[ $rc -eq 130 ]] && exit 130
+      else
+        run_one "$feature" &
+        running[$!]=$feature
+      fi
+    done
+    if [[ ${#running[@]} -eq 0 ]]; then
+      [[ ${#ready[@]} -eq 0 ]] && break
+      continue
+    fi
+    rc=0
+    wait -n -p pid || rc=$?
+    feature=${running[$pid]}
+    unset "running[$pid]"
+    printf '== %s ended (exit %s)\n' "$feature" "$rc" >&2
+    if [[ $rc -eq 130 ]]; then
+      wait
+      exit 130
+    fi
+  done
+  "$PLANNER" outcome -C "$WORKDIR"
+}
+
 main() {
-  WORKDIR=. MAX_ITERATIONS='' QUIET=''
+  WORKDIR=. MAX_ITERATIONS='' QUIET='' WORKTREE='' PARALLEL=1 JSON=''
   local -a positional=()
   while [[ $# -gt 0 ]]; do
     case $1 in
@@ -127,6 +221,14 @@ main() {
         ;;
       --max-iterations=*) MAX_ITERATIONS=${1#*=}; shift ;;
       -q | --quiet) QUIET=1; shift ;;
+      --worktree) WORKTREE=1; shift ;;
+      --json) JSON=1; shift ;;
+      --parallel)
+        [[ $# -ge 2 ]] || die "--parallel needs a number"
+        PARALLEL=$2
+        shift 2
+        ;;
+      --parallel=*) PARALLEL=${1#*=}; shift ;;
       -h | --help) usage; exit 0 ;;
       --) shift; positional+=("$@"); break ;;
       -*) die "unknown option $1" "see \`./run.sh help\`" ;;
@@ -136,6 +238,9 @@ main() {
   if [[ -n $MAX_ITERATIONS && ! $MAX_ITERATIONS =~ ^[1-9][0-9]*$ ]]; then
     die "--max-iterations needs a whole number of at least 1, not '$MAX_ITERATIONS'"
   fi
+  if [[ ! $PARALLEL =~ ^[1-9][0-9]*$ ]]; then
+    die "--parallel needs a whole number of at least 1, not '$PARALLEL'"
+  fi
   [[ -d $WORKDIR ]] || die "$WORKDIR: no such directory"
   WORKDIR=$(cd "$WORKDIR" && pwd)
   STATE_DIR=$WORKDIR/.harness
@@ -144,7 +249,23 @@ main() {
   case $command in
     help) usage ;;
     init) [[ ${#positional[@]} -eq 1 ]] || die "init takes no argument"; cmd_init ;;
-    all | plan | replan | curate | status | explain | report)
+    all) [[ ${#positional[@]} -eq 1 ]] || die "all takes no argument"; cmd_all ;;
+    plan)
+      [[ ${#positional[@]} -eq 1 ]] || die "plan takes no argument"
+      find_binaries
+      "$PLANNER" plan -C "$WORKDIR" ${QUIET:+--quiet}
+      ;;
+    replan)
+      [[ ${#positional[@]} -eq 2 ]] || die "replan needs one feature: ./run.sh replan <FEATURE>"
+      find_binaries
+      "$PLANNER" replan -C "$WORKDIR" ${QUIET:+--quiet} "${positional[1]}"
+      ;;
+    status)
+      [[ ${#positional[@]} -eq 1 ]] || die "status takes no argument"
+      find_binaries
+      "$PLANNER" status -C "$WORKDIR" ${JSON:+--json}
+      ;;
+    curate | explain | report)
       die "'$command' is not available in this version of the harness" "run one feature with \`./run.sh <FEATURE>\`"
       ;;
     *)

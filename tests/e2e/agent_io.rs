@@ -65,7 +65,10 @@ fn the_agent_gets_the_contract_environment_in_the_working_directory() {
     );
     project.write_state(
         "config.yaml",
-        &format!("agent:\n  command: [{:?}]\n", script.display().to_string()),
+        &format!(
+            "agent:\n  command: [{:?}]\nvalidate: false\n",
+            script.display().to_string()
+        ),
     );
     let out = project.run(&["F-002"]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));

@@ -117,8 +117,14 @@ fn bad_options_are_usage_errors() {
     refused(&project, &["F-001", "F-002"], "one feature at a time");
     refused(
         &project,
-        &["status"],
-        "'status' is not available in this version",
+        &["all", "--parallel", "zero"],
+        "--parallel needs a whole number",
+    );
+    refused(&project, &["replan"], "replan needs one feature");
+    refused(
+        &project,
+        &["curate"],
+        "'curate' is not available in this version",
     );
     let out = project.run(&["-C", "/no/such/dir", "F-001"]);
     assert_eq!(code(&out), 1);

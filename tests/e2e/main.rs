@@ -5,5 +5,8 @@ mod agent_io;
 mod bad_input;
 mod demo;
 mod init;
+mod mission;
+mod planner;
 mod ralph_loop;
 mod resume;
+mod validator;

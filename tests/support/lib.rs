@@ -24,7 +24,9 @@ pub fn bin_dir() -> PathBuf {
         .expect("target/<profile>/deps/<test>")
         .to_path_buf();
     for (name, crates) in [
-        ("worker", &["worker", "harness-core"][..]),
+        ("worker", &["worker", "cli", "harness-core"][..]),
+        ("validator", &["validator", "cli", "harness-core"][..]),
+        ("planner", &["planner", "cli", "harness-core"][..]),
         ("scripted-agent", &["scripted-agent"][..]),
     ] {
         let binary = dir.join(name);
@@ -110,7 +112,14 @@ impl Project {
     }
 
     /// Rewrites config.yaml: the scripted agent, plus extra lines under `agent:` and at the top.
+    /// The validator is off unless `top_extra` sets `validate:` (the worker's tests are about
+    /// the worker; the validator's tests turn it on).
     pub fn config(&self, agent_extra: &str, top_extra: &str) {
+        let top_extra = if top_extra.contains("validate:") {
+            top_extra.to_string()
+        } else {
+            format!("validate: false\n{top_extra}")
+        };
         let agent = bin_dir().join("scripted-agent");
         let config = format!(
             "agent:\n  command: [{:?}, \"--scenario\", {:?}, \"--state-dir\", {:?}]\n{}{}",
@@ -157,6 +166,25 @@ impl Project {
     /// Runs `run.sh -C <project> <args>` to its end.
     pub fn run(&self, args: &[&str]) -> Output {
         self.command(args).output().expect("run.sh starts")
+    }
+
+    /// Runs the `planner` binary with `-C <project>` after `args` (its subcommand and flags),
+    /// with the test environment, to its end. HARNESS_HOME is the repository (for roles/).
+    pub fn planner(&self, args: &[&str]) -> Output {
+        let mut command = Command::new(bin_dir().join("planner"));
+        command
+            .args(args)
+            .arg("-C")
+            .arg(&self.workdir)
+            .env("HARNESS_HOME", repo_root())
+            .env("HARNESS_IDENTITY_DIR", self.identity_dir())
+            .env_remove("HARNESS_FEATURE_ID")
+            .env_remove("HARNESS_RUN_ID")
+            .env_remove("HARNESS_WORKDIR")
+            .env_remove("HARNESS_STATE_DIR")
+            .env_remove("HARNESS_FEATURE_LOCK_PID")
+            .stdin(Stdio::null());
+        command.output().expect("planner starts")
     }
 
     /// Runs git in the project.

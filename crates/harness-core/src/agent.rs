@@ -44,8 +44,8 @@ pub struct Invocation<'a> {
     pub kill_grace: Duration,
     /// How to read its output.
     pub output_format: OutputFormat,
-    /// The exact completion tag, `<promise>…</promise>`.
-    pub promise_tag: &'a str,
+    /// Exact texts to look for in the agent's answer (the completion tag, verdict tags).
+    pub markers: &'a [String],
     /// Where the whole output goes.
     pub log: &'a Path,
     /// Whether the output is also copied to our stdout as it comes.
@@ -83,8 +83,8 @@ pub struct AgentRun {
 pub struct OutputSummary {
     /// Bytes of output.
     pub bytes: u64,
-    /// Whether the completion tag was in the agent's answer.
-    pub promise_found: bool,
+    /// How many times each marker was in the agent's answer, in the order given.
+    pub marker_counts: Vec<u64>,
     /// The final answer, for agents with structured output.
     pub final_answer: Option<String>,
     /// Turns, when the agent reports them.
@@ -105,7 +105,7 @@ pub struct OutputSummary {
 #[derive(Debug)]
 pub struct OutputReader {
     format: OutputFormat,
-    promise_tag: String,
+    markers: Vec<String>,
     line: Vec<u8>,
     line_overflowed: bool,
     tail: Vec<u8>,
@@ -113,15 +113,18 @@ pub struct OutputReader {
 }
 
 impl OutputReader {
-    /// A reader for `format` looking for `promise_tag`.
-    pub fn new(format: OutputFormat, promise_tag: &str) -> Self {
+    /// A reader for `format` counting `markers` in the answer.
+    pub fn new(format: OutputFormat, markers: &[String]) -> Self {
         Self {
             format,
-            promise_tag: promise_tag.to_string(),
+            markers: markers.to_vec(),
             line: Vec::new(),
             line_overflowed: false,
             tail: Vec::new(),
-            summary: OutputSummary::default(),
+            summary: OutputSummary {
+                marker_counts: vec![0; markers.len()],
+                ..OutputSummary::default()
+            },
         }
     }
 
@@ -168,9 +171,7 @@ impl OutputReader {
         let line = line.strip_suffix('\r').unwrap_or(&line);
         match self.format {
             OutputFormat::Text => {
-                if line.contains(&self.promise_tag) {
-                    self.summary.promise_found = true;
-                }
+                count_markers(&self.markers, line, &mut self.summary.marker_counts);
                 self.harvest(line);
             }
             OutputFormat::ClaudeStreamJson => self.claude_event(line),
@@ -226,7 +227,9 @@ impl OutputReader {
                     .and_then(|r| r.as_str())
                     .map(str::to_string);
                 if let Some(answer) = &answer {
-                    self.summary.promise_found = answer.contains(&self.promise_tag);
+                    // The final answer is the answer: counts from earlier results are replaced.
+                    self.summary.marker_counts = vec![0; self.markers.len()];
+                    count_markers(&self.markers, answer, &mut self.summary.marker_counts);
                 }
                 self.summary.final_answer = answer;
                 self.summary.turns = event.get("num_turns").and_then(|n| n.as_u64());
@@ -245,6 +248,26 @@ impl OutputReader {
             }
             _ => {}
         }
+    }
+}
+
+fn count_markers(markers: &[String], text: &str, counts: &mut [u64]) {
+    for (marker, count) in markers.iter().zip(counts.iter_mut()) {
+        *count += text.matches(marker.as_str()).count() as u64;
+    }
+}
+
+impl OutputSummary {
+    /// Whether marker `index` was in the answer.
+    pub fn found(&self, index: usize) -> bool {
+        self.marker_counts
+            .get(index)
+            .is_some_and(|&count| count > 0)
+    }
+
+    /// The answer as text: the final answer of a structured agent, else the output's tail.
+    pub fn answer(&self) -> &str {
+        self.final_answer.as_deref().unwrap_or(&self.tail)
     }
 }
 
@@ -352,7 +375,7 @@ pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
 
     let reader = Arc::new(Mutex::new(OutputReader::new(
         invocation.output_format,
-        invocation.promise_tag,
+        invocation.markers,
     )));
     let log_error: Arc<Mutex<Option<String>>> = Arc::default();
     {
@@ -540,7 +563,7 @@ mod tests {
     const TAG: &str = "<promise>TASK_COMPLETE</promise>";
 
     fn read_all(format: OutputFormat, chunks: &[&[u8]]) -> OutputSummary {
-        let mut reader = OutputReader::new(format, TAG);
+        let mut reader = OutputReader::new(format, &[TAG.to_string()]);
         for chunk in chunks {
             reader.feed(chunk);
         }
@@ -554,7 +577,7 @@ mod tests {
             OutputFormat::Text,
             &[b"working\nall done <promise>TASK_", b"COMPLETE</promise>"],
         );
-        assert!(summary.promise_found);
+        assert!(summary.found(0));
         assert_eq!(summary.bytes, 49);
     }
 
@@ -564,7 +587,7 @@ mod tests {
             OutputFormat::Text,
             &[b"the opening tag `<promise>`, then the word TASK_COMPLETE, then `</promise>`\n"],
         );
-        assert!(!summary.promise_found);
+        assert!(!summary.found(0));
     }
 
     #[test]
@@ -582,7 +605,7 @@ mod tests {
 
     #[test]
     fn memory_stays_bounded_under_a_flood() {
-        let mut reader = OutputReader::new(OutputFormat::Text, TAG);
+        let mut reader = OutputReader::new(OutputFormat::Text, &[TAG.to_string()]);
         let chunk = vec![b'x'; 64 << 10];
         for _ in 0..200 {
             reader.feed(&chunk);
@@ -609,7 +632,7 @@ mod tests {
             "\n",
         );
         let summary = read_all(OutputFormat::ClaudeStreamJson, &[fixture.as_bytes()]);
-        assert!(summary.promise_found);
+        assert!(summary.found(0));
         assert_eq!(summary.turns, Some(2));
         assert_eq!(summary.tokens, Some(39124));
         assert_eq!(summary.cost_usd, Some(0.19706));
@@ -630,7 +653,7 @@ mod tests {
             "\n",
         );
         let summary = read_all(OutputFormat::ClaudeStreamJson, &[fixture.as_bytes()]);
-        assert!(!summary.promise_found);
+        assert!(!summary.found(0));
         assert_eq!(summary.final_answer.as_deref(), Some("not yet"));
     }
 

@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::error::InputError;
+use crate::role::Role;
 
 /// The default guardrail on iterations per feature.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
@@ -26,6 +27,35 @@ pub struct Config {
     /// The word the agent prints inside `<promise>…</promise>` to finish.
     #[serde(default = "default_completion_promise")]
     pub completion_promise: String,
+    /// Whether a feature the worker calls complete goes to the validator (else it is done at once).
+    #[serde(default = "default_true")]
+    pub validate: bool,
+    /// Per-role settings, e.g. a different (cheaper, stricter) agent for the validator.
+    #[serde(default)]
+    pub roles: RoleConfigs,
+}
+
+/// Settings of the roles other than the worker.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleConfigs {
+    /// The validator.
+    #[serde(default)]
+    pub validator: Option<RoleConfig>,
+    /// The planner.
+    #[serde(default)]
+    pub planner: Option<RoleConfig>,
+    /// The curator.
+    #[serde(default)]
+    pub curator: Option<RoleConfig>,
+}
+
+/// One role's settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleConfig {
+    /// The agent this role runs instead of the top-level `agent`.
+    pub agent: AgentConfig,
 }
 
 /// How to run the agent.
@@ -81,6 +111,10 @@ fn default_completion_promise() -> String {
     DEFAULT_COMPLETION_PROMISE.to_string()
 }
 
+fn default_true() -> bool {
+    true
+}
+
 fn default_timeout_secs() -> u64 {
     1800
 }
@@ -121,19 +155,27 @@ impl Config {
         Ok(config)
     }
 
+    /// The agent `role` runs: its own under `roles:`, else the top-level one.
+    pub fn agent_for(&self, role: Role) -> &AgentConfig {
+        let own = match role {
+            Role::Worker => None,
+            Role::Validator => self.roles.validator.as_ref(),
+            Role::Planner => self.roles.planner.as_ref(),
+            Role::Curator => self.roles.curator.as_ref(),
+        };
+        own.map_or(&self.agent, |role| &role.agent)
+    }
+
     fn check(&self) -> Result<(), String> {
-        match self.agent.command.first() {
-            None => return Err("agent.command is empty: give the agent's argv".into()),
-            Some(program) if program.trim().is_empty() => {
-                return Err("agent.command starts with an empty program name".into())
+        check_agent("agent", &self.agent)?;
+        for role in [Role::Validator, Role::Planner, Role::Curator] {
+            let agent = self.agent_for(role);
+            if !std::ptr::eq(agent, &self.agent) {
+                check_agent(&format!("roles.{role}.agent"), agent)?;
             }
-            Some(_) => {}
         }
         if self.max_iterations == 0 {
             return Err("max_iterations must be at least 1".into());
-        }
-        if self.agent.timeout_secs == 0 {
-            return Err("agent.timeout_secs must be at least 1".into());
         }
         let promise = &self.completion_promise;
         if promise.is_empty()
@@ -147,6 +189,20 @@ impl Config {
         }
         Ok(())
     }
+}
+
+fn check_agent(key: &str, agent: &AgentConfig) -> Result<(), String> {
+    match agent.command.first() {
+        None => return Err(format!("{key}.command is empty: give the agent's argv")),
+        Some(program) if program.trim().is_empty() => {
+            return Err(format!("{key}.command starts with an empty program name"))
+        }
+        Some(_) => {}
+    }
+    if agent.timeout_secs == 0 {
+        return Err(format!("{key}.timeout_secs must be at least 1"));
+    }
+    Ok(())
 }
 
 /// The line of the first config key a check message names, so the error can point at it.
@@ -247,6 +303,29 @@ mod tests {
         assert_eq!(error.line, Some(3), "{error}");
         let error = parse("agent: [\n").unwrap_err();
         assert!(error.line.is_some(), "{error}");
+    }
+
+    #[test]
+    fn a_role_can_have_its_own_agent() {
+        let config = parse(
+            "agent:\n  command: [claude, -p]\nvalidate: false\nroles:\n  validator:\n    agent:\n      command: [strict-agent]\n      timeout_secs: 60\n",
+        )
+        .unwrap();
+        assert!(!config.validate);
+        assert_eq!(config.agent_for(Role::Validator).command, ["strict-agent"]);
+        assert_eq!(config.agent_for(Role::Validator).timeout_secs, 60);
+        assert_eq!(config.agent_for(Role::Planner).command, ["claude", "-p"]);
+        assert_eq!(config.agent_for(Role::Worker).command, ["claude", "-p"]);
+        let error =
+            parse("agent:\n  command: [a]\nroles:\n  validator:\n    agent:\n      command: []\n")
+                .unwrap_err();
+        assert!(
+            error
+                .message
+                .contains("roles.validator.agent.command is empty"),
+            "{error}"
+        );
+        assert!(parse("agent:\n  command: [a]\nroles:\n  tester: {}\n").is_err());
     }
 
     #[test]

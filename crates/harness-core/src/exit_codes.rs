@@ -13,6 +13,9 @@ pub const FAILED: u8 = 3;
 /// Worker only: the iteration ended without completion and iterations remain; run it again.
 /// run.sh loops on it and never returns it.
 pub const CONTINUE: u8 = 10;
+/// Worker only: the iteration delivered the promise and the feature is provisional; run the
+/// validator. run.sh acts on it and never returns it.
+pub const PROVISIONAL: u8 = 11;
 /// The feature is already being run by another process (EX_TEMPFAIL).
 pub const LOCKED: u8 = 75;
 /// Interrupted by Ctrl-C or SIGTERM; the state is left resumable.

@@ -1,4 +1,5 @@
-//! What the harness asks of git: how many commits an attempt made in the working directory.
+//! What the harness asks of git: how many commits an attempt made in the working directory, and
+//! the plumbing of worktrees (see `worktree`).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -25,6 +26,34 @@ fn git(workdir: &Path, args: &[&str]) -> Option<(bool, String)> {
         .ok()?;
     let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
     Some((output.status.success(), text))
+}
+
+/// Runs git in `workdir` and returns its trimmed stdout, or an error holding what git said.
+pub fn run(workdir: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(workdir)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|error| anyhow::anyhow!("cannot run git: {error}"))?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+    } else {
+        let said = String::from_utf8_lossy(&output.stderr);
+        let said = said.trim();
+        let said = if said.is_empty() {
+            String::from_utf8_lossy(&output.stdout).trim().to_string()
+        } else {
+            said.to_string()
+        };
+        Err(anyhow::anyhow!("git {}: {}", args.join(" "), said))
+    }
+}
+
+/// Whether `workdir` is inside a git working tree.
+pub fn is_repo(workdir: &Path) -> bool {
+    head(workdir) != Head::NotARepo
 }
 
 /// Reads HEAD of the repository at `workdir`.

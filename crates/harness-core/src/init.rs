@@ -33,6 +33,16 @@ max_iterations: 10
 
 # The word the agent must print inside a promise tag to finish a feature.
 completion_promise: TASK_COMPLETE
+
+# After the promise, a validator agent checks the feature against its acceptance criteria;
+# a rejection goes back to the worker with the reasons. false: the promise alone is enough.
+validate: true
+
+# A role may run another agent than the worker (every key of `agent:` above), e.g.:
+# roles:
+#   validator:
+#     agent:
+#       command: ["claude", "-p", "--model", "opus", "--dangerously-skip-permissions"]
 "#;
 
 /// The mission.md written by `init`.
@@ -65,6 +75,8 @@ pub const GITIGNORE_TEMPLATE: &str = r#"# The harness's run-time state stays out
 /notes/
 /archive/
 /raw.md
+/plans/
+/worktrees/
 /scripted-agent/
 "#;
 

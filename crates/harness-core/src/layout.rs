@@ -108,6 +108,22 @@ impl StateDir {
         self.feature_runs(feature).join(run_id.as_str())
     }
 
+    /// `plans/`: one run directory per mission planning (`planner plan`).
+    pub fn plans_dir(&self) -> PathBuf {
+        self.root.join("plans")
+    }
+
+    /// `plans/<RUN_ID>/`: prompt.md, output.log, result.json of one mission planning.
+    pub fn plan_run_dir(&self, run_id: &RunId) -> PathBuf {
+        self.plans_dir().join(run_id.as_str())
+    }
+
+    /// `plan.json`: each feature as the planner last wrote it into features.yaml, so that a
+    /// later plan can tell the planner's text from a hand edit.
+    pub fn plan_record(&self) -> PathBuf {
+        self.root.join("plan.json")
+    }
+
     /// `archive/`: raw entries the curator took out of raw.md.
     pub fn archive_dir(&self) -> PathBuf {
         self.root.join("archive")
@@ -126,6 +142,21 @@ impl StateDir {
     /// The lock a role binary holds while it works on a feature (one invocation).
     pub fn invocation_lock(&self, feature: &FeatureId) -> PathBuf {
         self.locks_dir().join(format!("{feature}.invocation.lock"))
+    }
+
+    /// The lock a planner holds while it plans and edits features.yaml: one planner at a time.
+    pub fn plan_lock(&self) -> PathBuf {
+        self.locks_dir().join("plan.lock")
+    }
+
+    /// `worktrees/`: the git worktrees of features that run in parallel.
+    pub fn worktrees_dir(&self) -> PathBuf {
+        self.root.join("worktrees")
+    }
+
+    /// The lock around git operations on the main repository (worktrees, merges).
+    pub fn git_lock(&self) -> PathBuf {
+        self.locks_dir().join("git.lock")
     }
 
     /// The lock that guards appends to raw.md.

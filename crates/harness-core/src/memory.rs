@@ -122,6 +122,29 @@ pub fn one_line(text: &str) -> String {
     cleaned
 }
 
+/// The raw.md lines of one invocation: the entries its agent printed, then the role's own
+/// outcome line (`-`), all stamped `time`.
+pub fn entries_with_outcome(
+    entries: &[(Tag, String)],
+    time: Timestamp,
+    role: Role,
+    feature: &FeatureId,
+    outcome: &str,
+) -> Vec<RawEntry> {
+    entries
+        .iter()
+        .map(|(tag, text)| (*tag, text.clone()))
+        .chain(std::iter::once((Tag::Outcome, one_line(outcome))))
+        .map(|(tag, text)| RawEntry {
+            time,
+            role,
+            feature: Some(feature.clone()),
+            tag,
+            text,
+        })
+        .collect()
+}
+
 /// Appends `entries` to raw.md under its lock, all in one write so that lines from processes
 /// appending at once never interleave or tear.
 pub fn append_raw(state: &StateDir, entries: &[RawEntry]) -> io::Result<()> {

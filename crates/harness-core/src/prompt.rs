@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use crate::features::Feature;
 use crate::layout::RunId;
+use crate::role::Role;
 
 /// L0: what run.sh injects at the top of every prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +60,73 @@ pub fn defang(text: &str) -> String {
     text
 }
 
+/// A prompt in layers, top to bottom, each a section separated by a blank line. Only what is
+/// added with [`Prompt::harness_words`] is kept as is; every other layer may quote an earlier
+/// answer or a user's text, so its harness tags are disarmed with [`defang`].
+#[derive(Debug, Clone)]
+pub struct Prompt {
+    sections: Vec<String>,
+}
+
+impl Prompt {
+    /// Starts with L0 and the role's prompt (`roles/<role>.md`).
+    pub fn new(runtime: &RuntimeContext, role_prompt: &str) -> Self {
+        Self {
+            sections: vec![defang(&runtime.render()), defang(role_prompt)],
+        }
+    }
+
+    /// L4: the role's identity, when it has content.
+    pub fn identity(self, role: Role, identity: Option<&str>) -> Self {
+        match identity {
+            Some(identity) => self.untrusted(&format!(
+                "## Your identity (cross-mission memory for the {role} role)\n\n{}",
+                identity.trim()
+            )),
+            None => self,
+        }
+    }
+
+    /// A layer of text from files or earlier answers.
+    pub fn untrusted(mut self, text: &str) -> Self {
+        self.sections.push(defang(text));
+        self
+    }
+
+    /// A layer written by the harness itself (instructions that name the tags).
+    pub fn harness_words(mut self, text: &str) -> Self {
+        self.sections.push(text.to_string());
+        self
+    }
+
+    /// `## Previous Agent Notes`, when there are notes.
+    pub fn notes(self, notes: Option<&str>) -> Self {
+        match notes {
+            Some(notes) => self.untrusted(&format!(
+                "## Previous Agent Notes\n\nWhat earlier attempts on this feature printed last (oldest first):\n\n{}",
+                notes.trim()
+            )),
+            None => self,
+        }
+    }
+
+    /// L2 at the bottom: summary.md, when it has content.
+    pub fn memory(self, summary: Option<&str>) -> Self {
+        match summary {
+            Some(summary) => self.untrusted(&format!(
+                "## Memory (curated from prior iterations of this run)\n\n{}",
+                summary.trim()
+            )),
+            None => self,
+        }
+    }
+
+    /// The prompt text.
+    pub fn render(&self) -> String {
+        join_sections(&self.sections)
+    }
+}
+
 /// Everything the worker's prompt is made of.
 #[derive(Debug, Clone)]
 pub struct WorkerPrompt<'a> {
@@ -85,30 +153,13 @@ pub struct WorkerPrompt<'a> {
 impl WorkerPrompt<'_> {
     /// The whole prompt text.
     pub fn render(&self) -> String {
-        // Only the continuation is the harness's own words; every other layer may quote an
-        // earlier answer or a user's text, so it is defanged.
-        let mut sections = vec![defang(&self.runtime.render()), defang(self.role)];
-        if let Some(identity) = self.identity {
-            sections.push(defang(&format!(
-                "## Your identity (cross-mission memory for the worker role)\n\n{}",
-                identity.trim()
-            )));
-        }
-        sections.push(defang(&feature_spec(self.feature)));
-        sections.push(self.continuation());
-        if let Some(notes) = self.notes {
-            sections.push(defang(&format!(
-                "## Previous Agent Notes\n\nWhat earlier attempts on this feature printed last (oldest first):\n\n{}",
-                notes.trim()
-            )));
-        }
-        if let Some(summary) = self.summary {
-            sections.push(defang(&format!(
-                "## Memory (curated from prior iterations of this run)\n\n{}",
-                summary.trim()
-            )));
-        }
-        let prompt = join_sections(&sections);
+        let prompt = Prompt::new(self.runtime, self.role)
+            .identity(Role::Worker, self.identity)
+            .untrusted(&feature_spec(self.feature))
+            .harness_words(&self.continuation())
+            .notes(self.notes)
+            .memory(self.summary)
+            .render();
         debug_assert!(!prompt.contains(&completion_tag(self.promise)));
         prompt
     }

@@ -2,25 +2,22 @@
 //! process on one feature, decides with [`on_agent_stop`], and records everything on disk, so
 //! run.sh can loop, be killed, and resume from the state alone.
 
-use std::path::{Path, PathBuf};
-
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::agent::{self, End, Invocation};
-use crate::config::Config;
+use crate::agent::End;
 use crate::error::InputError;
 use crate::exit_codes;
-use crate::features::{Feature, FeatureId, FeatureList};
 use crate::git;
-use crate::layout::{HarnessHome, RunId, StateDir};
-use crate::locks::{self, Lock};
-use crate::memory::{self, RawEntry, Tag};
+use crate::invoke::{self, RoleInvocation};
+use crate::memory;
 use crate::notes::{self, AttemptNote};
-use crate::prompt::{completion_tag, RuntimeContext, WorkerPrompt};
+use crate::prompt::{completion_tag, WorkerPrompt};
 use crate::role::Role;
 use crate::run_state::{Outcome, RunState, Status};
+use crate::session::{self, FeatureRequest};
 use crate::time::{self, Timestamp};
+use crate::worktree;
 
 /// What happens after an agent stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -68,36 +65,22 @@ pub fn outcome_of(end: End, promise_found: bool) -> Outcome {
 /// One worker invocation, as run.sh (or a user) asks for it.
 #[derive(Debug, Clone)]
 pub struct WorkerRequest {
-    /// The project directory.
-    pub workdir: PathBuf,
-    /// Its `.harness/`.
-    pub state: StateDir,
-    /// The harness install (roles, identity).
-    pub home: HarnessHome,
-    /// The feature.
-    pub feature: FeatureId,
-    /// The run id run.sh made; generated when absent.
-    pub run_id: Option<RunId>,
+    /// The feature, the places, the run id.
+    pub feature: FeatureRequest,
     /// `--max-iterations`: sets the feature's guardrail.
     pub max_iterations: Option<u32>,
-    /// run.sh holds the feature lock for its whole run; a worker run by hand takes it itself.
-    pub caller_holds_feature_lock: bool,
-    /// Copy the agent's output to stdout.
-    pub echo: bool,
-    /// `PATH`, to find the agent.
-    pub path_var: Option<std::ffi::OsString>,
 }
 
-/// What a worker invocation ended with.
+/// What a role invocation ended with.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkerReport {
+pub struct RoleReport {
     /// The exit code (see [`crate::exit_codes`]).
     pub exit_code: u8,
     /// One line for the user.
     pub message: String,
 }
 
-/// The result.json of one invocation.
+/// The result.json of one worker invocation.
 #[derive(Debug, Serialize)]
 struct ResultRecord<'a> {
     run_id: &'a str,
@@ -125,243 +108,105 @@ struct ResultRecord<'a> {
     worker_peak_rss_kb: Option<u64>,
 }
 
-/// What an iteration needs from the user's files, checked before anything changes.
-#[derive(Debug, Clone)]
-pub struct Inputs {
-    /// config.yaml.
-    pub config: Config,
-    /// The feature's spec.
-    pub feature: Feature,
-    /// The agent program, found.
-    pub program: PathBuf,
-}
-
-/// Reads and checks config.yaml, features.yaml, the feature and the agent command: every input
-/// error surfaces here, before any state is written.
-pub fn check_inputs(
-    workdir: &Path,
-    state_dir: &StateDir,
-    feature: &FeatureId,
-    path_var: Option<&std::ffi::OsStr>,
-) -> Result<Inputs, InputError> {
-    state_dir.require_initialised()?;
-    let config = Config::load(&state_dir.config())?;
-    let features = FeatureList::load(&state_dir.features())?;
-    let feature = features.require(feature, &state_dir.features())?.clone();
-    let program = agent::resolve_program(
-        &config.agent.command[0],
-        workdir,
-        path_var,
-        &state_dir.config(),
-    )?;
-    Ok(Inputs {
-        config,
-        feature,
-        program,
-    })
-}
-
-/// Runs one iteration of the Ralph loop on `request.feature`.
-pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<WorkerReport> {
-    let state_dir = &request.state;
-    let Inputs {
-        config,
-        feature,
-        program,
-    } = check_inputs(
-        &request.workdir,
-        state_dir,
-        &request.feature,
-        request.path_var.as_deref(),
-    )?;
-    let role_prompt_path = request.home.role_prompt(Role::Worker);
-    let role_prompt = memory::read_layer(&role_prompt_path)
-        .with_context(|| format!("cannot read {}", role_prompt_path.display()))?
-        .ok_or_else(|| {
-            InputError::in_file(
-                &role_prompt_path,
-                "the worker's role prompt is missing or empty",
-            )
-            .with_hint("set HARNESS_HOME to the harness install (the directory with run.sh)")
-        })?;
-
-    let started_at = time::now();
-    let holder = locks::describe_holder(
-        std::process::id(),
-        &format!("worker {}", feature.id),
-        &time::format(started_at),
-    );
-    let _feature_lock = if request.caller_holds_feature_lock {
-        None
-    } else {
-        Some(Lock::try_acquire(
-            &state_dir.feature_lock(&feature.id),
-            feature.id.as_str(),
-            &holder,
-        )?)
-    };
-    // Held even under run.sh: if run.sh is killed while this worker goes on, a second run.sh
-    // must not start a second agent on the same feature.
-    let _invocation_lock = Lock::try_acquire(
-        &state_dir.invocation_lock(&feature.id),
-        feature.id.as_str(),
-        &holder,
-    )?;
-
-    let state_path = state_dir.run_state(&feature.id);
-    let loaded = RunState::load(&state_path)?;
-    let mut state = loaded.clone().unwrap_or_else(|| {
-        RunState::new(
-            feature.id.clone(),
-            config.max_iterations,
-            &config.completion_promise,
-            started_at,
-        )
-    });
-    state.recover_interrupted(started_at);
+/// Runs one iteration of the Ralph loop on the requested feature.
+pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleReport> {
+    let feature_request = &request.feature;
+    let state_dir = &feature_request.state;
+    let mut session = session::open(feature_request, Role::Worker)?;
+    let started_at = session.started_at;
     if let Some(max_iterations) = request.max_iterations {
         if max_iterations == 0 {
             return Err(InputError::new("--max-iterations must be at least 1").into());
         }
-        state.set_max_iterations(max_iterations, started_at);
+        session.state.set_max_iterations(max_iterations, started_at);
     }
-    if let Some(report) = refuse_to_start(&mut state, started_at) {
-        // A feature that is simply done is left byte for byte as it was.
-        if loaded.as_ref() != Some(&state) {
-            state
-                .save(&state_path)
-                .context("cannot write the run state")?;
-        }
+    if let Some(report) = refuse_to_start(&mut session.state, started_at) {
+        session.save_if_changed()?;
         return Ok(report);
     }
 
-    let run_id = match &request.run_id {
-        Some(run_id) => {
-            if state_dir.run_dir(&feature.id, run_id).exists() {
-                return Err(InputError::new(format!(
-                    "run {run_id} of {} already exists; a run directory is never reused",
-                    feature.id
-                ))
-                .into());
-            }
-            run_id.clone()
-        }
-        None => RunId::generate(started_at.timestamp(), Role::Worker, &feature.id, |id| {
-            state_dir
-                .run_dir(
-                    &feature.id,
-                    &RunId::parse(id).expect("generated ids are valid"),
-                )
-                .exists()
-        }),
-    };
-    let iteration = state.iteration_count + 1;
-    let notes_text = notes::read(state_dir, &feature.id).context("cannot read the notes")?;
-    let summary =
-        memory::read_memory_layer(&state_dir.summary()).context("cannot read summary.md")?;
-    let identity = memory::read_memory_layer(&request.home.identity(Role::Worker))
-        .context("cannot read the worker's identity file")?;
-    let runtime = RuntimeContext {
-        feature_id: feature.id.to_string(),
-        workdir: request.workdir.clone(),
-        state_dir: state_dir.root().to_path_buf(),
-        run_id: run_id.clone(),
-    };
+    let feature = session.inputs.feature.clone();
+    let config = session.inputs.config.clone();
+    let agent_config = config.agent_for(Role::Worker);
+    let run_id = session.run_id(feature_request);
+    let iteration = session.state.iteration_count + 1;
+    let layers = session.layers(feature_request)?;
+    let runtime = session.runtime(feature_request, &run_id);
     let prompt = WorkerPrompt {
         runtime: &runtime,
-        role: &role_prompt,
-        identity: identity.as_deref(),
+        role: &session.role_prompt,
+        identity: layers.identity.as_deref(),
         feature: &feature,
         iteration,
-        max_iterations: state.max_iterations,
-        promise: &state.completion_promise,
-        notes: notes_text.as_deref(),
-        summary: summary.as_deref(),
+        max_iterations: session.state.max_iterations,
+        promise: &session.state.completion_promise,
+        notes: layers.notes.as_deref(),
+        summary: layers.summary.as_deref(),
     }
     .render();
 
     let run_dir = state_dir.run_dir(&feature.id, &run_id);
-    std::fs::create_dir_all(&run_dir)
-        .with_context(|| format!("cannot create {}", run_dir.display()))?;
-    let prompt_path = run_dir.join("prompt.md");
-    crate::atomic::write_atomic(&prompt_path, prompt.as_bytes())
-        .with_context(|| format!("cannot write {}", prompt_path.display()))?;
-    state.begin_iteration(run_id.as_str(), started_at);
-    state
-        .save(&state_path)
-        .context("cannot write the run state")?;
+    invoke::save_prompt(&run_dir, &prompt)?;
+    session.state.begin_iteration(run_id.as_str(), started_at);
+    session.save()?;
     eprintln!(
         "worker: {} iteration {iteration}/{} (run {run_id})",
-        feature.id, state.max_iterations
+        feature.id, session.state.max_iterations
     );
 
-    let head_before = git::head(&request.workdir);
-    let mut argv = config.agent.command.clone();
-    argv[0] = program.to_string_lossy().into_owned();
-    let env = agent_env(
-        request,
-        &runtime,
-        Role::Worker,
+    let head_before = git::head(&feature_request.workdir);
+    let run = invoke::run(&RoleInvocation {
+        role: Role::Worker,
+        workdir: &feature_request.workdir,
+        state: state_dir,
+        runtime: &runtime,
+        run_dir: &run_dir,
         iteration,
-        &state.completion_promise,
-    );
-    let tag = completion_tag(&state.completion_promise);
-    let run = agent::run(&Invocation {
-        argv: &argv,
+        promise: &session.state.completion_promise.clone(),
+        markers: &[completion_tag(&session.state.completion_promise)],
+        agent: agent_config,
+        program: &session.inputs.program,
         prompt: &prompt,
-        prompt_via: config.agent.prompt_via,
-        prompt_file: &prompt_path,
-        workdir: &request.workdir,
-        env: &env,
-        timeout: config.agent.timeout(),
-        kill_grace: config.agent.kill_grace(),
-        output_format: config.agent.output_format,
-        promise_tag: &tag,
-        log: &run_dir.join("output.log"),
-        echo: request.echo,
+        echo: feature_request.echo,
     });
     let run = match run {
         Ok(run) => run,
         Err(error) => {
             // The iteration was counted; record why it did not happen rather than leave it
             // looking like a killed harness.
-            if let Some(attempt) = state.attempt_mut(run_id.as_str()) {
+            if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {
                 attempt.outcome = Outcome::AgentError;
                 attempt.ended_at = Some(time::now());
             }
-            state.status = Status::Pending;
-            state
-                .save(&state_path)
-                .context("cannot write the run state")?;
-            let hint = if error.raw_os_error() == Some(libc::E2BIG) {
-                format!(
-                    "\nhint: the prompt ({} bytes) is too long for one argument; set prompt_via: stdin or file in {}",
-                    prompt.len(),
-                    state_dir.config().display()
-                )
-            } else {
-                String::new()
-            };
+            session.state.status = Status::Pending;
+            session.save()?;
+            let hint = invoke::start_failure_hint(&error, &prompt, &state_dir.config());
             return Err(anyhow::Error::new(error).context(format!(
                 "cannot start the agent {:?}{hint}",
-                config.agent.command[0]
+                agent_config.command[0]
             )));
         }
     };
-    let commits = git::new_commits(&request.workdir, &head_before);
+    let commits = git::new_commits(&feature_request.workdir, &head_before);
     let ended_at = time::now();
 
     let output = &run.output;
-    let outcome = outcome_of(run.end, output.promise_found);
+    let promise_found = output.found(0);
+    let outcome = outcome_of(run.end, promise_found);
+    let state = &mut session.state;
     let decision = on_agent_stop(
         run.end,
-        output.promise_found,
+        promise_found,
         state.iteration_count,
         state.max_iterations,
     );
-    let outcome_text = describe_end(run.end, outcome, config.agent.timeout_secs);
+    let outcome_text = describe_end(run.end, outcome, agent_config.timeout_secs);
     let max = state.max_iterations;
     let message = match decision {
+        Decision::Complete if config.validate => format!(
+            "{} iteration {iteration}/{max} delivered the promise; the validator checks it next",
+            feature.id
+        ),
         Decision::Complete => format!("{} done on iteration {iteration}/{max}", feature.id),
         Decision::Restart => format!(
             "{} iteration {iteration}/{max}: {outcome_text}; {} left",
@@ -378,25 +223,17 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<WorkerRep
         ),
     };
 
-    let mut entries: Vec<RawEntry> = output
-        .entries
-        .iter()
-        .map(|(tag, text)| RawEntry {
-            time: ended_at,
-            role: Role::Worker,
-            feature: Some(feature.id.clone()),
-            tag: *tag,
-            text: text.clone(),
-        })
-        .collect();
-    entries.push(RawEntry {
-        time: ended_at,
-        role: Role::Worker,
-        feature: Some(feature.id.clone()),
-        tag: Tag::Outcome,
-        text: memory::one_line(&message),
-    });
-    memory::append_raw(state_dir, &entries).context("cannot append to raw.md")?;
+    memory::append_raw(
+        state_dir,
+        &memory::entries_with_outcome(
+            &output.entries,
+            ended_at,
+            Role::Worker,
+            &feature.id,
+            &message,
+        ),
+    )
+    .context("cannot append to raw.md")?;
 
     let note = AttemptNote {
         attempt: iteration,
@@ -411,27 +248,22 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<WorkerRep
     notes::append(state_dir, &feature.id, &note).context("cannot write the notes")?;
 
     if let Some(attempt) = state.attempt_mut(run_id.as_str()) {
-        attempt.ended_at = Some(ended_at);
-        attempt.outcome = outcome;
-        (attempt.exit_code, attempt.signal) = match run.end {
-            End::Exited(code) => (Some(code), None),
-            End::Signaled(signal) => (None, Some(signal)),
-            _ => (None, None),
-        };
-        attempt.promise_found = output.promise_found;
-        attempt.turns = output.turns;
+        attempt.record_end(&run, outcome, ended_at);
+        attempt.promise_found = promise_found;
         attempt.commits = commits;
-        attempt.tokens = output.tokens;
-        attempt.cost_usd = output.cost_usd;
-        attempt.output_bytes = output.bytes;
     }
     state.updated_at = ended_at;
     let exit_code = match decision {
+        Decision::Complete if config.validate => {
+            state.status = Status::Provisional;
+            exit_codes::PROVISIONAL
+        }
         Decision::Complete => {
-            state.status = Status::Done;
-            state.finished_at = Some(ended_at);
-            state.reason = None;
-            exit_codes::DONE
+            if worktree::land(state, state_dir, ended_at)? {
+                exit_codes::DONE
+            } else {
+                exit_codes::FAILED
+            }
         }
         // Ctrl-C that came after the agent ended still stops the loop (the state is whole).
         Decision::Restart if crate::signals::received().is_some() => {
@@ -443,9 +275,10 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<WorkerRep
             exit_codes::CONTINUE
         }
         Decision::GiveUp => {
-            state.status = Status::Failed;
-            state.finished_at = Some(ended_at);
-            state.reason = Some(format!("max_iterations ({max}) reached without completion"));
+            state.fail(
+                format!("max_iterations ({max}) reached without completion"),
+                ended_at,
+            );
             exit_codes::GUARDRAIL
         }
         Decision::Halt => {
@@ -454,54 +287,52 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<WorkerRep
         }
     };
 
-    let record = ResultRecord {
-        run_id: run_id.as_str(),
-        feature_id: feature.id.as_str(),
-        role: Role::Worker,
-        iteration,
-        max_iterations: max,
-        started_at,
-        ended_at,
-        duration_ms: run.duration.as_millis(),
-        outcome,
-        exit_code: state.attempts.last().and_then(|a| a.exit_code),
-        signal: state.attempts.last().and_then(|a| a.signal),
-        promise_found: output.promise_found,
-        decision,
-        turns: output.turns,
-        commits,
-        tokens: output.tokens,
-        cost_usd: output.cost_usd,
-        output_bytes: output.bytes,
-        memory_entries: output.entries.len(),
-        memory_entries_dropped: output.entries_dropped,
-        log_error: run.log_error.as_deref(),
-        worker_peak_rss_kb: peak_rss_kb(),
-    };
-    let mut json = serde_json::to_vec_pretty(&record)?;
-    json.push(b'\n');
-    crate::atomic::write_atomic(&run_dir.join("result.json"), &json)
-        .context("cannot write result.json")?;
-    state
-        .save(&state_path)
-        .context("cannot write the run state")?;
-    if decision == Decision::Complete {
+    let last = state.attempts.last();
+    invoke::write_result(
+        &run_dir,
+        &ResultRecord {
+            run_id: run_id.as_str(),
+            feature_id: feature.id.as_str(),
+            role: Role::Worker,
+            iteration,
+            max_iterations: max,
+            started_at,
+            ended_at,
+            duration_ms: run.duration.as_millis(),
+            outcome,
+            exit_code: last.and_then(|a| a.exit_code),
+            signal: last.and_then(|a| a.signal),
+            promise_found,
+            decision,
+            turns: output.turns,
+            commits,
+            tokens: output.tokens,
+            cost_usd: output.cost_usd,
+            output_bytes: output.bytes,
+            memory_entries: output.entries.len(),
+            memory_entries_dropped: output.entries_dropped,
+            log_error: run.log_error.as_deref(),
+            worker_peak_rss_kb: invoke::peak_rss_kb(),
+        },
+    )?;
+    session.save()?;
+    if session.state.status == Status::Done {
         notes::remove(state_dir, &feature.id).context("cannot remove the notes")?;
     }
     if let Some(error) = &run.log_error {
         eprintln!("worker: warning: {error}");
     }
-    Ok(WorkerReport { exit_code, message })
+    Ok(RoleReport { exit_code, message })
 }
 
 /// Before an iteration: a feature that is finished, failed or out of iterations does not start.
-fn refuse_to_start(state: &mut RunState, now: Timestamp) -> Option<WorkerReport> {
+fn refuse_to_start(state: &mut RunState, now: Timestamp) -> Option<RoleReport> {
     let id = state.feature_id.clone();
-    let report = |exit_code, message: String| Some(WorkerReport { exit_code, message });
+    let report = |exit_code, message: String| Some(RoleReport { exit_code, message });
     match state.status {
         Status::Done => report(exit_codes::DONE, format!("{id} is already done")),
         Status::Provisional => report(
-            exit_codes::DONE,
+            exit_codes::PROVISIONAL,
             format!("{id} is provisional: it waits for the validator"),
         ),
         Status::Blocked => report(
@@ -516,13 +347,11 @@ fn refuse_to_start(state: &mut RunState, now: Timestamp) -> Option<WorkerReport>
         ),
         _ if state.iteration_count >= state.max_iterations => {
             if state.status != Status::Failed {
-                state.status = Status::Failed;
-                state.finished_at = Some(now);
-                state.reason = Some(format!(
+                let reason = format!(
                     "max_iterations ({}) reached without completion",
                     state.max_iterations
-                ));
-                state.updated_at = now;
+                );
+                state.fail(reason, now);
             }
             report(
                 exit_codes::GUARDRAIL,
@@ -535,31 +364,6 @@ fn refuse_to_start(state: &mut RunState, now: Timestamp) -> Option<WorkerReport>
         }
         _ => None,
     }
-}
-
-/// The environment of the contract, plus the promise word for agents that want it.
-fn agent_env(
-    request: &WorkerRequest,
-    runtime: &RuntimeContext,
-    role: Role,
-    iteration: u32,
-    promise: &str,
-) -> Vec<(String, String)> {
-    vec![
-        ("HARNESS_FEATURE_ID".into(), runtime.feature_id.clone()),
-        (
-            "HARNESS_WORKDIR".into(),
-            request.workdir.display().to_string(),
-        ),
-        (
-            "HARNESS_STATE_DIR".into(),
-            request.state.root().display().to_string(),
-        ),
-        ("HARNESS_RUN_ID".into(), runtime.run_id.to_string()),
-        ("HARNESS_ROLE".into(), role.to_string()),
-        ("HARNESS_ITERATION".into(), iteration.to_string()),
-        ("HARNESS_COMPLETION_PROMISE".into(), promise.to_string()),
-    ]
 }
 
 /// How the agent ended, in words for notes and raw.md.
@@ -575,16 +379,10 @@ pub fn describe_end(end: End, outcome: Outcome, timeout_secs: u64) -> String {
     }
 }
 
-/// This process's peak resident memory (Linux), in KiB.
-fn peak_rss_kb() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::features::FeatureId;
 
     #[test]
     fn promise_from_a_clean_exit_completes() {

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::agent::{AgentRun, End};
 use crate::atomic::write_atomic;
 use crate::error::InputError;
 use crate::features::FeatureId;
@@ -61,6 +62,10 @@ pub enum Outcome {
     TimedOut,
     /// Ctrl-C or SIGTERM stopped the invocation, or the harness itself was killed during it.
     Interrupted,
+    /// Accepted: the validator's pass.
+    Verified,
+    /// Turned down: the validator's fail (or no clear verdict), or a planner's invalid plan.
+    Rejected,
 }
 
 impl Outcome {
@@ -74,6 +79,8 @@ impl Outcome {
             Outcome::Crashed => "agent crashed",
             Outcome::TimedOut => "agent timed out",
             Outcome::Interrupted => "interrupted",
+            Outcome::Verified => "verified",
+            Outcome::Rejected => "rejected",
         }
     }
 }
@@ -120,6 +127,23 @@ pub struct Attempt {
     pub output_bytes: u64,
 }
 
+impl Attempt {
+    /// Records how the agent run ended (what its answer means is the role's to record).
+    pub fn record_end(&mut self, run: &AgentRun, outcome: Outcome, ended_at: Timestamp) {
+        self.ended_at = Some(ended_at);
+        self.outcome = outcome;
+        (self.exit_code, self.signal) = match run.end {
+            End::Exited(code) => (Some(code), None),
+            End::Signaled(signal) => (None, Some(signal)),
+            _ => (None, None),
+        };
+        self.turns = run.output.turns;
+        self.tokens = run.output.tokens;
+        self.cost_usd = run.output.cost_usd;
+        self.output_bytes = run.output.bytes;
+    }
+}
+
 /// The run state of one feature.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunState {
@@ -143,9 +167,15 @@ pub struct RunState {
     /// Why it stopped, in words, when it is failed or blocked.
     #[serde(default)]
     pub reason: Option<String>,
+    /// The git worktree the feature works in, when it runs in parallel with others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<crate::worktree::Worktree>,
     /// Every invocation, oldest first.
     #[serde(default)]
     pub attempts: Vec<Attempt>,
+    /// The features the planner re-broke this one into (`replan`); set, the feature is superseded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded_by: Vec<FeatureId>,
 }
 
 impl RunState {
@@ -166,7 +196,9 @@ impl RunState {
             updated_at: now,
             finished_at: None,
             reason: None,
+            worktree: None,
             attempts: Vec::new(),
+            superseded_by: Vec::new(),
         }
     }
 
@@ -228,10 +260,24 @@ impl RunState {
     pub fn begin_iteration(&mut self, run_id: &str, now: Timestamp) -> u32 {
         self.iteration_count += 1;
         self.status = Status::Running;
+        self.begin_attempt(run_id, Role::Worker, now);
+        self.iteration_count
+    }
+
+    /// Marks the feature failed for `reason`.
+    pub fn fail(&mut self, reason: String, now: Timestamp) {
+        self.status = Status::Failed;
+        self.reason = Some(reason);
+        self.finished_at = Some(now);
+        self.updated_at = now;
+    }
+
+    /// Records a `started` attempt of `role` (not a worker iteration: the count stays).
+    pub fn begin_attempt(&mut self, run_id: &str, role: Role, now: Timestamp) {
         self.updated_at = now;
         self.attempts.push(Attempt {
             run_id: run_id.to_string(),
-            role: Role::Worker,
+            role,
             iteration: self.iteration_count,
             started_at: now,
             ended_at: None,
@@ -245,7 +291,6 @@ impl RunState {
             cost_usd: None,
             output_bytes: 0,
         });
-        self.iteration_count
     }
 
     /// The attempt with `run_id`.

@@ -2,16 +2,16 @@
 //! agent, record what happened in `.harness/`. run.sh calls it once per iteration; it also runs by
 //! hand with flags alone. All the rules are in `harness_core::ralph`.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
+use harness_cli::{FeatureArgs, Place};
 use harness_core::exit_codes;
 use harness_core::features::FeatureId;
-use harness_core::layout::{HarnessHome, RunId, StateDir};
 use harness_core::ralph::{run_worker_iteration, WorkerRequest};
-use harness_core::InputError;
+use harness_core::role::Role;
+use harness_core::session::check_inputs;
 
 /// Run one iteration of the worker on a feature: a fresh agent process gets the assembled prompt;
 /// its output, notes, memory entries and the feature's run state are written under .harness/.
@@ -46,6 +46,13 @@ enum Command {
         #[arg(long, env = "HARNESS_FEATURE_ID")]
         feature: String,
     },
+    /// Give the feature its own git worktree (`.harness/worktrees/<FEATURE>` on branch
+    /// `harness/<FEATURE>`, from HEAD), record it in the run state and print its path. Used by
+    /// `./run.sh all --parallel N`; the feature's branch is merged back when it is accepted.
+    Worktree {
+        #[command(flatten)]
+        feature: FeatureArgs,
+    },
     /// For run.sh: take the feature's lock on an inherited file descriptor, on behalf of the
     /// calling process (which keeps it until it closes the descriptor); exit 75 if it is held.
     #[command(hide = true)]
@@ -61,88 +68,25 @@ enum Command {
     },
 }
 
-/// Where the project and its state are.
-#[derive(Debug, clap::Args)]
-struct Place {
-    /// The project directory (the agent's working directory).
-    #[arg(
-        short = 'C',
-        long = "workdir",
-        env = "HARNESS_WORKDIR",
-        default_value = "."
-    )]
-    workdir: PathBuf,
-
-    /// The state directory [default: <workdir>/.harness].
-    #[arg(long, env = "HARNESS_STATE_DIR")]
-    state_dir: Option<PathBuf>,
-}
-
 #[derive(Debug, clap::Args)]
 struct IterationArgs {
-    /// The feature to work on (an id from features.yaml).
-    #[arg(long, env = "HARNESS_FEATURE_ID")]
-    feature: Option<String>,
-
     #[command(flatten)]
-    place: Place,
-
-    /// The run id of this invocation [default: <unix-time>-worker-<FEATURE>].
-    #[arg(long, env = "HARNESS_RUN_ID")]
-    run_id: Option<String>,
+    feature: FeatureArgs,
 
     /// Set the feature's guardrail (persisted); continues a feature that reached it.
     #[arg(long)]
     max_iterations: Option<u32>,
-
-    /// The harness install holding roles/ and identity/ [default: found from this binary].
-    #[arg(long, env = "HARNESS_HOME")]
-    harness_home: Option<PathBuf>,
-
-    /// Where the identity files (L4) are [default: <harness home>/identity].
-    #[arg(long, env = "HARNESS_IDENTITY_DIR")]
-    identity_dir: Option<PathBuf>,
-
-    /// Do not copy the agent's output to stdout (it still goes to output.log).
-    #[arg(long, short)]
-    quiet: bool,
 }
 
 fn main() -> ExitCode {
-    if let Err(error) = harness_core::signals::install() {
-        eprintln!("worker: cannot set up signal handling: {error}");
-        return ExitCode::from(exit_codes::USAGE);
-    }
     let cli = Cli::parse();
-    let result = match cli.command {
+    harness_cli::main("worker", || match cli.command {
         Some(Command::Init { place }) => init(place),
         Some(Command::Check { place, feature }) => check(place, &feature),
         Some(Command::Lock { place, feature, fd }) => lock(place, &feature, fd),
+        Some(Command::Worktree { feature }) => worktree(&feature),
         None => iterate(cli.iteration),
-    };
-    match result {
-        Ok(code) => ExitCode::from(code),
-        Err(error) => {
-            eprintln!("worker: error: {error:#}");
-            ExitCode::from(exit_codes::for_error(&error))
-        }
-    }
-}
-
-impl Place {
-    /// The absolute working directory, which must exist, and its state directory.
-    fn resolve(&self) -> anyhow::Result<(PathBuf, StateDir)> {
-        let workdir = std::path::absolute(&self.workdir)
-            .with_context(|| format!("bad working directory {}", self.workdir.display()))?;
-        if !workdir.is_dir() {
-            return Err(InputError::in_file(&workdir, "no such directory").into());
-        }
-        let state = match &self.state_dir {
-            Some(dir) => StateDir::new(std::path::absolute(dir)?),
-            None => StateDir::in_workdir(&workdir),
-        };
-        Ok((workdir, state))
-    }
+    })
 }
 
 fn init(place: Place) -> anyhow::Result<u8> {
@@ -161,12 +105,12 @@ fn init(place: Place) -> anyhow::Result<u8> {
 fn check(place: Place, feature: &str) -> anyhow::Result<u8> {
     let feature = FeatureId::parse(feature)?;
     let (workdir, state) = place.resolve()?;
-    harness_core::ralph::check_inputs(
-        &workdir,
-        &state,
-        &feature,
-        std::env::var_os("PATH").as_deref(),
-    )?;
+    let path = std::env::var_os("PATH");
+    let inputs = check_inputs(&workdir, &state, &feature, Role::Worker, path.as_deref())?;
+    // The validator's agent may be another program: a run must not fail on it hours later.
+    if inputs.config.validate {
+        check_inputs(&workdir, &state, &feature, Role::Validator, path.as_deref())?;
+    }
     Ok(exit_codes::DONE)
 }
 
@@ -187,37 +131,17 @@ fn lock(place: Place, feature: &str, fd: i32) -> anyhow::Result<u8> {
     Ok(exit_codes::DONE)
 }
 
+fn worktree(args: &FeatureArgs) -> anyhow::Result<u8> {
+    let request = args.request()?;
+    let path = harness_core::worktree::assign(&request)?;
+    println!("{}", path.display());
+    Ok(exit_codes::DONE)
+}
+
 fn iterate(args: IterationArgs) -> anyhow::Result<u8> {
-    let Some(feature) = args.feature else {
-        return Err(
-            InputError::new("which feature? give --feature <ID> (or HARNESS_FEATURE_ID)").into(),
-        );
-    };
-    let feature = FeatureId::parse(&feature)?;
-    let (workdir, state) = args.place.resolve()?;
-    let home_root = match args.harness_home {
-        Some(home) => home,
-        None => std::env::current_exe()
-            .ok()
-            .and_then(|exe| HarnessHome::discover_from(&exe))
-            .context("cannot find the harness install (roles/worker.md); set HARNESS_HOME")?,
-    };
-    let run_id = args.run_id.as_deref().map(RunId::parse).transpose()?;
-    // run.sh takes the feature lock for its whole loop and says so; trust it only from our parent.
-    let caller_holds_feature_lock = std::env::var("HARNESS_FEATURE_LOCK_PID")
-        .ok()
-        .and_then(|pid| pid.parse::<u32>().ok())
-        == Some(std::os::unix::process::parent_id());
     let report = run_worker_iteration(&WorkerRequest {
-        workdir,
-        state,
-        home: HarnessHome::new(home_root, args.identity_dir),
-        feature,
-        run_id,
+        feature: args.feature.request()?,
         max_iterations: args.max_iterations,
-        caller_holds_feature_lock,
-        echo: !args.quiet,
-        path_var: std::env::var_os("PATH"),
     })?;
     eprintln!("worker: {}", report.message);
     Ok(report.exit_code)

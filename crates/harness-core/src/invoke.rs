@@ -1,0 +1,138 @@
+//! One invocation of a role's agent, the same for every role: the run directory (`prompt.md`
+//! exactly as sent, `output.log`, `result.json`), the contract's environment, and the run itself.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::agent::{self, AgentRun, Invocation};
+use crate::atomic::write_atomic;
+use crate::config::AgentConfig;
+use crate::error::InputError;
+use crate::layout::StateDir;
+use crate::prompt::RuntimeContext;
+use crate::role::Role;
+
+/// What a role needs to run its agent once.
+#[derive(Debug, Clone)]
+pub struct RoleInvocation<'a> {
+    /// Who runs.
+    pub role: Role,
+    /// The agent's working directory.
+    pub workdir: &'a Path,
+    /// The state directory.
+    pub state: &'a StateDir,
+    /// L0 (feature, run id).
+    pub runtime: &'a RuntimeContext,
+    /// `runs/<FEATURE>/<RUN_ID>/` (or the planner's run directory).
+    pub run_dir: &'a Path,
+    /// The worker iteration this invocation belongs to.
+    pub iteration: u32,
+    /// The completion promise word (in the agent's environment).
+    pub promise: &'a str,
+    /// Exact texts to count in the answer (the completion tag, the verdict tags).
+    pub markers: &'a [String],
+    /// The role's agent settings.
+    pub agent: &'a AgentConfig,
+    /// The agent program, resolved (see [`agent::resolve_program`]).
+    pub program: &'a Path,
+    /// The prompt (already written to `prompt.md` by [`save_prompt`]).
+    pub prompt: &'a str,
+    /// Copy the output to stdout.
+    pub echo: bool,
+}
+
+/// Creates the run directory and writes `prompt.md`; returns its path. A run directory is never
+/// reused: an existing one is an error.
+pub fn save_prompt(run_dir: &Path, prompt: &str) -> anyhow::Result<PathBuf> {
+    if run_dir.exists() {
+        return Err(InputError::in_file(
+            run_dir,
+            "this run directory exists already; a run id is never reused",
+        )
+        .into());
+    }
+    std::fs::create_dir_all(run_dir)
+        .with_context(|| format!("cannot create {}", run_dir.display()))?;
+    let path = run_dir.join("prompt.md");
+    write_atomic(&path, prompt.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// Runs the agent with the contract's environment; its output goes to `output.log`.
+pub fn run(invocation: &RoleInvocation) -> std::io::Result<AgentRun> {
+    let mut argv = invocation.agent.command.clone();
+    argv[0] = invocation.program.to_string_lossy().into_owned();
+    let env = environment(invocation);
+    agent::run(&Invocation {
+        argv: &argv,
+        prompt: invocation.prompt,
+        prompt_via: invocation.agent.prompt_via,
+        prompt_file: &invocation.run_dir.join("prompt.md"),
+        workdir: invocation.workdir,
+        env: &env,
+        timeout: invocation.agent.timeout(),
+        kill_grace: invocation.agent.kill_grace(),
+        output_format: invocation.agent.output_format,
+        markers: invocation.markers,
+        log: &invocation.run_dir.join("output.log"),
+        echo: invocation.echo,
+    })
+}
+
+/// The environment of the contract, plus the promise word for agents that want it.
+fn environment(invocation: &RoleInvocation) -> Vec<(String, String)> {
+    vec![
+        (
+            "HARNESS_FEATURE_ID".into(),
+            invocation.runtime.feature_id.clone(),
+        ),
+        (
+            "HARNESS_WORKDIR".into(),
+            invocation.workdir.display().to_string(),
+        ),
+        (
+            "HARNESS_STATE_DIR".into(),
+            invocation.state.root().display().to_string(),
+        ),
+        (
+            "HARNESS_RUN_ID".into(),
+            invocation.runtime.run_id.to_string(),
+        ),
+        ("HARNESS_ROLE".into(), invocation.role.to_string()),
+        ("HARNESS_ITERATION".into(), invocation.iteration.to_string()),
+        (
+            "HARNESS_COMPLETION_PROMISE".into(),
+            invocation.promise.to_string(),
+        ),
+    ]
+}
+
+/// Writes `result.json` of a run directory.
+pub fn write_result(run_dir: &Path, record: &impl Serialize) -> anyhow::Result<()> {
+    let mut json = serde_json::to_vec_pretty(record)?;
+    json.push(b'\n');
+    write_atomic(&run_dir.join("result.json"), &json).context("cannot write result.json")
+}
+
+/// A hint for an agent that could not start, when the reason is known.
+pub fn start_failure_hint(error: &std::io::Error, prompt: &str, config: &Path) -> String {
+    if error.raw_os_error() == Some(libc::E2BIG) {
+        format!(
+            "\nhint: the prompt ({} bytes) is too long for one argument; set prompt_via: stdin or file in {}",
+            prompt.len(),
+            config.display()
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// This process's peak resident memory (Linux), in KiB.
+pub fn peak_rss_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}

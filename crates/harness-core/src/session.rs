@@ -1,0 +1,252 @@
+//! What every role that works on one feature does around its agent: check the inputs before
+//! anything changes, take the feature's locks, load its run state (recovering an attempt a killed
+//! harness left `started`), and read the layers of its prompt.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::agent;
+use crate::config::Config;
+use crate::error::InputError;
+use crate::features::{Feature, FeatureId, FeatureList};
+use crate::layout::{HarnessHome, RunId, StateDir};
+use crate::locks::{self, Lock};
+use crate::memory;
+use crate::notes;
+use crate::prompt::RuntimeContext;
+use crate::role::Role;
+use crate::run_state::RunState;
+use crate::time::{self, Timestamp};
+
+/// A role invocation on one feature, as run.sh (or a user) asks for it.
+#[derive(Debug, Clone)]
+pub struct FeatureRequest {
+    /// The project directory (the agent's working directory).
+    pub workdir: PathBuf,
+    /// The `.harness/` directory.
+    pub state: StateDir,
+    /// The harness install (roles, identity).
+    pub home: HarnessHome,
+    /// The feature.
+    pub feature: FeatureId,
+    /// The run id run.sh made; generated when absent.
+    pub run_id: Option<RunId>,
+    /// run.sh holds the feature lock for its whole run; a role run by hand takes it itself.
+    pub caller_holds_feature_lock: bool,
+    /// Copy the agent's output to stdout.
+    pub echo: bool,
+    /// `PATH`, to find the agent.
+    pub path_var: Option<std::ffi::OsString>,
+}
+
+/// What an invocation needs from the user's files, checked before anything changes.
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    /// config.yaml.
+    pub config: Config,
+    /// The feature's spec.
+    pub feature: Feature,
+    /// The whole feature list.
+    pub features: FeatureList,
+    /// The role's agent program, found.
+    pub program: PathBuf,
+}
+
+/// Reads and checks config.yaml, features.yaml, the feature and the role's agent command: every
+/// input error surfaces here, before any state is written.
+pub fn check_inputs(
+    workdir: &Path,
+    state_dir: &StateDir,
+    feature: &FeatureId,
+    role: Role,
+    path_var: Option<&std::ffi::OsStr>,
+) -> Result<Inputs, InputError> {
+    state_dir.require_initialised()?;
+    let config = Config::load(&state_dir.config())?;
+    let features = FeatureList::load(&state_dir.features())?;
+    let feature = features.require(feature, &state_dir.features())?.clone();
+    let program = agent::resolve_program(
+        &config.agent_for(role).command[0],
+        workdir,
+        path_var,
+        &state_dir.config(),
+    )?;
+    Ok(Inputs {
+        config,
+        feature,
+        features,
+        program,
+    })
+}
+
+/// An open invocation on a feature: inputs checked, locks held, state loaded.
+#[derive(Debug)]
+pub struct Session {
+    /// Who runs.
+    pub role: Role,
+    /// The checked inputs.
+    pub inputs: Inputs,
+    /// The run state as it is now (recovered, possibly changed since loading).
+    pub state: RunState,
+    /// The run state as it was on disk (`None` for a feature that never ran).
+    pub loaded: Option<RunState>,
+    /// Where the run state lives.
+    pub state_path: PathBuf,
+    /// When the invocation started.
+    pub started_at: Timestamp,
+    /// `roles/<role>.md`.
+    pub role_prompt: String,
+    _feature_lock: Option<Lock>,
+    _invocation_lock: Lock,
+}
+
+/// Checks the inputs, takes the locks and loads the state of `request.feature` for `role`.
+pub fn open(request: &FeatureRequest, role: Role) -> anyhow::Result<Session> {
+    let state_dir = &request.state;
+    let inputs = check_inputs(
+        &request.workdir,
+        state_dir,
+        &request.feature,
+        role,
+        request.path_var.as_deref(),
+    )?;
+    let role_prompt_path = request.home.role_prompt(role);
+    let role_prompt = memory::read_layer(&role_prompt_path)
+        .with_context(|| format!("cannot read {}", role_prompt_path.display()))?
+        .ok_or_else(|| {
+            InputError::in_file(
+                &role_prompt_path,
+                format!("the {role}'s role prompt is missing or empty"),
+            )
+            .with_hint("set HARNESS_HOME to the harness install (the directory with run.sh)")
+        })?;
+
+    let started_at = time::now();
+    let id = &inputs.feature.id;
+    let holder = locks::describe_holder(
+        std::process::id(),
+        &format!("{role} {id}"),
+        &time::format(started_at),
+    );
+    let feature_lock = if request.caller_holds_feature_lock {
+        None
+    } else {
+        Some(Lock::try_acquire(
+            &state_dir.feature_lock(id),
+            id.as_str(),
+            &holder,
+        )?)
+    };
+    // Held even under run.sh: if run.sh is killed while this process goes on, a second run.sh
+    // must not start a second agent on the same feature.
+    let invocation_lock = Lock::try_acquire(&state_dir.invocation_lock(id), id.as_str(), &holder)?;
+
+    let state_path = state_dir.run_state(id);
+    let loaded = RunState::load(&state_path)?;
+    let mut state = loaded.clone().unwrap_or_else(|| {
+        RunState::new(
+            id.clone(),
+            inputs.config.max_iterations,
+            &inputs.config.completion_promise,
+            started_at,
+        )
+    });
+    state.recover_interrupted(started_at);
+    Ok(Session {
+        role,
+        inputs,
+        state,
+        loaded,
+        state_path,
+        started_at,
+        role_prompt,
+        _feature_lock: feature_lock,
+        _invocation_lock: invocation_lock,
+    })
+}
+
+/// The memory and notes that go into a role's prompt.
+#[derive(Debug, Clone, Default)]
+pub struct Layers {
+    /// `identity/<role>.md`, when it has content.
+    pub identity: Option<String>,
+    /// The feature's notes.
+    pub notes: Option<String>,
+    /// summary.md, when it has content.
+    pub summary: Option<String>,
+}
+
+impl Session {
+    /// Writes the run state atomically.
+    pub fn save(&self) -> anyhow::Result<()> {
+        self.state
+            .save(&self.state_path)
+            .with_context(|| format!("cannot write {}", self.state_path.display()))
+    }
+
+    /// Writes the run state only if it differs from what was loaded (a no-op leaves every byte).
+    pub fn save_if_changed(&self) -> anyhow::Result<()> {
+        if self.loaded.as_ref() != Some(&self.state) {
+            self.save()?;
+        }
+        Ok(())
+    }
+
+    /// The id of this invocation: run.sh's, or a fresh `<unix-time>-<role>-<FEATURE>`.
+    pub fn run_id(&self, request: &FeatureRequest) -> RunId {
+        let id = &self.inputs.feature.id;
+        request.run_id.clone().unwrap_or_else(|| {
+            RunId::generate(self.started_at.timestamp(), self.role, id, |candidate| {
+                request.state.feature_runs(id).join(candidate).exists()
+            })
+        })
+    }
+
+    /// L0 for `run_id`.
+    pub fn runtime(&self, request: &FeatureRequest, run_id: &RunId) -> RuntimeContext {
+        RuntimeContext {
+            feature_id: self.inputs.feature.id.to_string(),
+            workdir: request.workdir.clone(),
+            state_dir: request.state.root().to_path_buf(),
+            run_id: run_id.clone(),
+        }
+    }
+
+    /// Reads the role's identity, the feature's notes and summary.md.
+    pub fn layers(&self, request: &FeatureRequest) -> anyhow::Result<Layers> {
+        Ok(Layers {
+            identity: memory::read_memory_layer(&request.home.identity(self.role))
+                .with_context(|| format!("cannot read the {}'s identity file", self.role))?,
+            notes: notes_with_parent(&request.state, &self.inputs.feature.id)?,
+            summary: memory::read_memory_layer(&request.state.summary())
+                .context("cannot read summary.md")?,
+        })
+    }
+}
+
+/// The feature's notes, preceded by those of the failed feature it re-breaks (`F-007` for
+/// `F-007.1`, when F-007 is superseded by it): they are why it exists.
+fn notes_with_parent(state: &StateDir, feature: &FeatureId) -> anyhow::Result<Option<String>> {
+    let own = notes::read(state, feature).context("cannot read the notes")?;
+    let parent = feature
+        .as_str()
+        .rsplit_once('.')
+        .and_then(|(parent, _)| FeatureId::parse(parent).ok())
+        .filter(|parent| {
+            RunState::load(&state.run_state(parent))
+                .ok()
+                .flatten()
+                .is_some_and(|run| run.superseded_by.contains(feature))
+        });
+    let inherited = match &parent {
+        Some(parent) => notes::read(state, parent)
+            .context("cannot read the notes")?
+            .map(|notes| format!("### From {parent}, which this feature re-breaks\n\n{notes}")),
+        None => None,
+    };
+    Ok(match (inherited, own) {
+        (Some(inherited), Some(own)) => Some(format!("{inherited}\n\n### This feature\n\n{own}")),
+        (inherited, own) => inherited.or(own),
+    })
+}

@@ -1,0 +1,430 @@
+//! The validator: an independent agent checks a feature the worker says is complete, against its
+//! acceptance criteria, in the workspace. Its verdict is `<verdict>PASS</verdict>` or
+//! `<verdict>FAIL</verdict>` with its reasons around it; no verdict, or both, is a fail.
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::agent::End;
+use crate::error::InputError;
+use crate::exit_codes;
+use crate::invoke::{self, RoleInvocation};
+use crate::memory;
+use crate::notes;
+use crate::prompt::{feature_spec, Prompt};
+use crate::ralph::{describe_end, outcome_of, RoleReport};
+use crate::role::Role;
+use crate::run_state::{Outcome, Status};
+use crate::session::{self, FeatureRequest};
+use crate::time::{self, Timestamp};
+use crate::worktree;
+
+/// The tag of a passing verdict.
+pub const PASS_TAG: &str = "<verdict>PASS</verdict>";
+/// The tag of a failing verdict.
+pub const FAIL_TAG: &str = "<verdict>FAIL</verdict>";
+/// How much of the validator's answer is kept as its reasons, in characters.
+pub const REASONS_CHARS: usize = 2000;
+
+/// What the validator decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The feature meets its acceptance criteria.
+    Pass {
+        /// What the validator said.
+        reasons: String,
+    },
+    /// It does not, or the verdict was missing or contradictory (the reason says which).
+    Fail {
+        /// Why, for the worker's next attempt.
+        reasons: String,
+    },
+}
+
+impl Verdict {
+    /// The reasons, whatever the verdict.
+    pub fn reasons(&self) -> &str {
+        match self {
+            Verdict::Pass { reasons } | Verdict::Fail { reasons } => reasons,
+        }
+    }
+}
+
+/// The verdict of an answer in which the pass tag appeared `passes` times and the fail tag
+/// `fails` times, of an agent that ended as `end`.
+pub fn decide(end: End, passes: u64, fails: u64, answer: &str, timeout_secs: u64) -> Verdict {
+    let said = reasons_of(answer);
+    let with = |why: String| {
+        if said.is_empty() {
+            why
+        } else {
+            format!("{why}\n\n{said}")
+        }
+    };
+    if end != End::Exited(0) {
+        let how = describe_end(end, outcome_of(end, false), timeout_secs);
+        return Verdict::Fail {
+            reasons: with(format!("the validator did not finish: {how}")),
+        };
+    }
+    match (passes > 0, fails > 0) {
+        (true, false) => Verdict::Pass { reasons: said },
+        (false, true) => Verdict::Fail { reasons: said },
+        (false, false) => Verdict::Fail {
+            reasons: with("the validator gave no verdict".into()),
+        },
+        (true, true) => Verdict::Fail {
+            reasons: with("the validator gave both verdicts".into()),
+        },
+    }
+}
+
+/// The validator's words around its verdict: the tags removed, the end kept.
+fn reasons_of(answer: &str) -> String {
+    let text = answer.replace(PASS_TAG, "").replace(FAIL_TAG, "");
+    notes::tail_chars(text.trim(), REASONS_CHARS)
+        .trim()
+        .to_string()
+}
+
+/// The instructions of the validator's prompt (the harness's own words: they name the tags
+/// without ever writing one whole).
+fn instructions(iteration: u32, max_iterations: u32) -> String {
+    format!(
+        "## Your task\n\n\
+         The worker says this feature is complete (after iteration {iteration} of {max_iterations}). \
+         Check that claim independently, in the working directory: run the program, the tests, \
+         the commands; do not trust the worker's words or a reading of the code alone. Every \
+         acceptance criterion must hold.\n\n\
+         Answer with your verdict on a line of its own: the tag `<verdict>`, then the word PASS or \
+         the word FAIL, then `</verdict>`, written together with no spaces. Give one verdict \
+         only. With FAIL, say precisely what does not hold and how you checked, so that the next \
+         attempt can fix it. Do not change the workspace.\n\n\
+         To leave a lesson for later, print a line that starts with `TRICK:`, `LESSON:`, \
+         `DECISION:`, `AVOID:` or `FAIL:` followed by one sentence."
+    )
+}
+
+/// The result.json of one validator invocation.
+#[derive(Debug, Serialize)]
+struct ResultRecord<'a> {
+    run_id: &'a str,
+    feature_id: &'a str,
+    role: Role,
+    iteration: u32,
+    started_at: Timestamp,
+    ended_at: Timestamp,
+    duration_ms: u128,
+    outcome: Outcome,
+    exit_code: Option<i32>,
+    verdict: &'a str,
+    reasons: &'a str,
+    turns: Option<u64>,
+    tokens: Option<u64>,
+    cost_usd: Option<f64>,
+    output_bytes: u64,
+}
+
+/// Runs the validator on a provisional feature: pass → done (notes removed); fail → the reasons
+/// go to the notes and the feature back to the worker (exit 10), or fails at the guardrail.
+pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
+    let state_dir = &request.state;
+    let mut session = session::open(request, Role::Validator)?;
+    let feature = session.inputs.feature.clone();
+    match session.state.status {
+        Status::Provisional => {}
+        Status::Done => {
+            return Ok(RoleReport {
+                exit_code: exit_codes::DONE,
+                message: format!("{} is already done", feature.id),
+            })
+        }
+        other => {
+            return Err(InputError::new(format!(
+            "{} is {}: only a provisional feature (one the worker says is complete) is validated",
+            feature.id,
+            other.as_str()
+        ))
+            .into())
+        }
+    }
+    let config = session.inputs.config.clone();
+    let agent_config = config.agent_for(Role::Validator);
+    let run_id = session.run_id(request);
+    let runtime = session.runtime(request, &run_id);
+    let layers = session.layers(request)?;
+    let iteration = session.state.iteration_count;
+    let max = session.state.max_iterations;
+    // The worker's claim: the last section of its notes (what it printed last).
+    let claim = layers
+        .notes
+        .as_deref()
+        .and_then(|notes| notes.rfind("## Attempt ").map(|at| notes[at..].to_string()));
+    let mut prompt = Prompt::new(&runtime, &session.role_prompt)
+        .identity(Role::Validator, layers.identity.as_deref())
+        .untrusted(&feature_spec(&feature));
+    if let Some(claim) = &claim {
+        prompt = prompt.untrusted(&format!("## The worker's claim\n\n{}", claim.trim()));
+    }
+    let prompt = prompt
+        .harness_words(&instructions(iteration, max))
+        .memory(layers.summary.as_deref())
+        .render();
+
+    let run_dir = state_dir.run_dir(&feature.id, &run_id);
+    invoke::save_prompt(&run_dir, &prompt)?;
+    session
+        .state
+        .begin_attempt(run_id.as_str(), Role::Validator, session.started_at);
+    session.save()?;
+    eprintln!("validator: {} (run {run_id})", feature.id);
+
+    let markers = [PASS_TAG.to_string(), FAIL_TAG.to_string()];
+    let run = invoke::run(&RoleInvocation {
+        role: Role::Validator,
+        workdir: &request.workdir,
+        state: state_dir,
+        runtime: &runtime,
+        run_dir: &run_dir,
+        iteration,
+        promise: &session.state.completion_promise.clone(),
+        markers: &markers,
+        agent: agent_config,
+        program: &session.inputs.program,
+        prompt: &prompt,
+        echo: request.echo,
+    });
+    let run = match run {
+        Ok(run) => run,
+        Err(error) => {
+            if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {
+                attempt.outcome = Outcome::AgentError;
+                attempt.ended_at = Some(time::now());
+            }
+            session.save()?;
+            let hint = invoke::start_failure_hint(&error, &prompt, &state_dir.config());
+            return Err(anyhow::Error::new(error).context(format!(
+                "cannot start the validator's agent {:?}{hint}",
+                agent_config.command[0]
+            )));
+        }
+    };
+    if let End::Interrupted(_) = run.end {
+        // Nothing was decided: the feature stays provisional and is validated on resume.
+        if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {
+            attempt.record_end(&run, Outcome::Interrupted, time::now());
+        }
+        session.save()?;
+        return Ok(RoleReport {
+            exit_code: exit_codes::INTERRUPTED,
+            message: format!(
+                "{} validation interrupted; run it again to resume",
+                feature.id
+            ),
+        });
+    }
+    let ended_at = time::now();
+    let output = &run.output;
+    let verdict = decide(
+        run.end,
+        output.marker_counts[0],
+        output.marker_counts[1],
+        output.answer(),
+        agent_config.timeout_secs,
+    );
+    let first_line = |text: &str| {
+        text.lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .to_string()
+    };
+    let (outcome, message) = match &verdict {
+        Verdict::Pass { reasons } => (
+            Outcome::Verified,
+            format!("{} verified: {}", feature.id, first_line(reasons)),
+        ),
+        Verdict::Fail { reasons } => (
+            Outcome::Rejected,
+            format!("{} rejected: {}", feature.id, first_line(reasons)),
+        ),
+    };
+    let message = message.trim_end_matches([' ', ':']).to_string();
+    memory::append_raw(
+        state_dir,
+        &memory::entries_with_outcome(
+            &output.entries,
+            ended_at,
+            Role::Validator,
+            &feature.id,
+            &message,
+        ),
+    )
+    .context("cannot append to raw.md")?;
+
+    let state = &mut session.state;
+    if let Some(attempt) = state.attempt_mut(run_id.as_str()) {
+        attempt.record_end(&run, outcome, ended_at);
+    }
+    state.updated_at = ended_at;
+    let (exit_code, message) = match &verdict {
+        Verdict::Pass { .. } => {
+            if worktree::land(state, state_dir, ended_at)? {
+                (exit_codes::DONE, message)
+            } else {
+                let reason = state.reason.clone().unwrap_or_default();
+                (
+                    exit_codes::FAILED,
+                    format!("{message}, but it is blocked: {reason}"),
+                )
+            }
+        }
+        Verdict::Fail { reasons } => {
+            let section = format!(
+                "## Validator verdict — fail ({})\n\n{}\n\n",
+                time::format(ended_at),
+                if reasons.is_empty() {
+                    "(no reasons given)"
+                } else {
+                    reasons
+                }
+            );
+            notes::append(state_dir, &feature.id, &section).context("cannot write the notes")?;
+            if state.iteration_count >= state.max_iterations {
+                state.fail(
+                    format!(
+                        "max_iterations ({max}) reached; the validator rejected the last attempt"
+                    ),
+                    ended_at,
+                );
+                (
+                    exit_codes::GUARDRAIL,
+                    format!("{message}; max_iterations ({max}) is reached"),
+                )
+            } else {
+                state.status = Status::Running;
+                (
+                    exit_codes::CONTINUE,
+                    format!("{message}; back to the worker"),
+                )
+            }
+        }
+    };
+    let last = state.attempts.last();
+    invoke::write_result(
+        &run_dir,
+        &ResultRecord {
+            run_id: run_id.as_str(),
+            feature_id: feature.id.as_str(),
+            role: Role::Validator,
+            iteration,
+            started_at: session.started_at,
+            ended_at,
+            duration_ms: run.duration.as_millis(),
+            outcome,
+            exit_code: last.and_then(|a| a.exit_code),
+            verdict: if outcome == Outcome::Verified {
+                "pass"
+            } else {
+                "fail"
+            },
+            reasons: verdict.reasons(),
+            turns: output.turns,
+            tokens: output.tokens,
+            cost_usd: output.cost_usd,
+            output_bytes: output.bytes,
+        },
+    )?;
+    session.save()?;
+    if session.state.status == Status::Done {
+        notes::remove(state_dir, &feature.id).context("cannot remove the notes")?;
+    }
+    Ok(RoleReport { exit_code, message })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_clear_verdict_decides() {
+        let pass = decide(
+            End::Exited(0),
+            1,
+            0,
+            "All criteria hold.\n<verdict>PASS</verdict>",
+            60,
+        );
+        assert_eq!(
+            pass,
+            Verdict::Pass {
+                reasons: "All criteria hold.".into()
+            }
+        );
+        let fail = decide(
+            End::Exited(0),
+            0,
+            1,
+            "<verdict>FAIL</verdict>\nhello.txt is empty",
+            60,
+        );
+        assert_eq!(
+            fail,
+            Verdict::Fail {
+                reasons: "hello.txt is empty".into()
+            }
+        );
+        // The same verdict twice is still one verdict.
+        assert!(matches!(
+            decide(End::Exited(0), 2, 0, "", 60),
+            Verdict::Pass { .. }
+        ));
+    }
+
+    #[test]
+    fn no_verdict_or_both_is_a_fail_with_that_reason() {
+        let none = decide(End::Exited(0), 0, 0, "looks fine to me", 60);
+        assert_eq!(
+            none,
+            Verdict::Fail {
+                reasons: "the validator gave no verdict\n\nlooks fine to me".into()
+            }
+        );
+        let both = decide(End::Exited(0), 1, 1, "", 60);
+        assert_eq!(
+            both,
+            Verdict::Fail {
+                reasons: "the validator gave both verdicts".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_validator_that_did_not_finish_never_passes() {
+        let crashed = decide(End::Exited(3), 1, 0, "<verdict>PASS</verdict>", 60);
+        assert!(
+            matches!(&crashed, Verdict::Fail { reasons } if reasons.contains("agent exited with code 3"))
+        );
+        let timed_out = decide(End::TimedOut, 1, 0, "", 60);
+        assert!(
+            matches!(&timed_out, Verdict::Fail { reasons } if reasons.contains("timed out after 60 s"))
+        );
+    }
+
+    #[test]
+    fn the_instructions_never_hold_a_whole_tag() {
+        let text = instructions(3, 10);
+        assert!(!text.contains(PASS_TAG) && !text.contains(FAIL_TAG));
+        assert!(
+            text.contains("`<verdict>`, then the word PASS or the word FAIL, then `</verdict>`")
+        );
+    }
+
+    #[test]
+    fn reasons_are_bounded() {
+        let long = format!("{}<verdict>FAIL</verdict>", "x".repeat(10_000));
+        let Verdict::Fail { reasons } = decide(End::Exited(0), 0, 1, &long, 60) else {
+            panic!("fail expected")
+        };
+        assert_eq!(reasons.chars().count(), REASONS_CHARS);
+    }
+}

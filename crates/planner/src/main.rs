@@ -1,0 +1,189 @@
+//! `planner`: breaks the mission into features (`plan`), re-breaks a failed feature into smaller
+//! ones (`replan`), shows the status board (`status`), and tells `./run.sh all` what to run next
+//! (`next`) and how the mission ended (`outcome`). All the rules are in `harness_core::plan`,
+//! `harness_core::schedule` and `harness_core::status`.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+use harness_cli::{Install, Place};
+use harness_core::exit_codes;
+use harness_core::features::FeatureId;
+use harness_core::layout::RunId;
+use harness_core::plan::{run_plan, run_replan, PlanReport, PlanRequest};
+use harness_core::session::FeatureRequest;
+use harness_core::{schedule, status, time};
+
+/// The planner role and the mission's bookkeeping.
+///
+/// Exit codes: 0 success; 1 usage or input error, or the agent's plan was rejected (features.yaml
+/// is then unchanged); 75 another planner is running, or the feature is being run; 130
+/// interrupted. `outcome` exits 0, 2 or 3 (see its help).
+#[derive(Debug, Parser)]
+#[command(name = "planner", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Run the planner's agent on mission.md and merge its features into features.yaml: new ones
+    /// are added; done, started and hand-edited ones are kept; the file's comments and layout
+    /// are kept. Prints what happened to each planned feature.
+    Plan {
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Re-break a failed (or blocked) feature into smaller ones, <FEATURE>.1, <FEATURE>.2…,
+    /// inserted right after it in features.yaml; the feature is then superseded by them.
+    Replan {
+        /// The failed feature.
+        feature: String,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// The status board: each feature's status, iterations, last outcome and time, then the
+    /// mission's totals.
+    Status {
+        #[command(flatten)]
+        place: Place,
+        /// One JSON object (`features`, `totals`) instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the features ready to run, one a line, in the order of features.yaml. First marks
+    /// blocked every feature whose dependency failed or is blocked.
+    Next {
+        #[command(flatten)]
+        place: Place,
+        /// Leave out this feature (repeatable).
+        #[arg(long, value_name = "ID")]
+        exclude: Vec<String>,
+        /// Print at most N features.
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        limit: usize,
+    },
+    /// Print how the mission stands in one line; exit 0 if every feature is done (or superseded
+    /// by done ones), 2 if only features stopped by max_iterations are left, 3 if a feature
+    /// failed otherwise, is blocked or never ran.
+    Outcome {
+        #[command(flatten)]
+        place: Place,
+    },
+}
+
+/// The flags of an invocation that runs the planner's agent.
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    #[command(flatten)]
+    place: Place,
+
+    /// The run id of this invocation [default: <unix-time>-planner-mission, or
+    /// <unix-time>-planner-<FEATURE> for replan].
+    #[arg(long, env = "HARNESS_RUN_ID")]
+    run_id: Option<String>,
+
+    #[command(flatten)]
+    install: Install,
+
+    /// Do not copy the agent's output to stdout (it still goes to output.log).
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    harness_cli::main("planner", || match cli.command {
+        Command::Plan { run } => plan(run),
+        Command::Replan { feature, run } => replan(&feature, run),
+        Command::Status { place, json } => board(place, json),
+        Command::Next {
+            place,
+            exclude,
+            limit,
+        } => next(place, &exclude, limit),
+        Command::Outcome { place } => outcome(place),
+    })
+}
+
+fn plan(args: RunArgs) -> anyhow::Result<u8> {
+    let (workdir, state) = args.place.resolve()?;
+    let report = run_plan(&PlanRequest {
+        workdir,
+        state,
+        home: args.install.resolve()?,
+        run_id: args.run_id.as_deref().map(RunId::parse).transpose()?,
+        echo: !args.quiet,
+        path_var: std::env::var_os("PATH"),
+    })?;
+    Ok(print_report(&report))
+}
+
+fn replan(feature: &str, args: RunArgs) -> anyhow::Result<u8> {
+    let feature = FeatureId::parse(feature)?;
+    let (workdir, state) = args.place.resolve()?;
+    let report = run_replan(&FeatureRequest {
+        workdir,
+        state,
+        home: args.install.resolve()?,
+        feature,
+        run_id: args.run_id.as_deref().map(RunId::parse).transpose()?,
+        caller_holds_feature_lock: harness_cli::caller_holds_feature_lock(),
+        echo: !args.quiet,
+        path_var: std::env::var_os("PATH"),
+    })?;
+    Ok(print_report(&report))
+}
+
+/// What happened to each feature goes to stdout (it is the command's data); the one-line
+/// summary to stderr, like every role's.
+fn print_report(report: &PlanReport) -> u8 {
+    let stream_is_data = report.exit_code == exit_codes::DONE;
+    for line in &report.details {
+        if stream_is_data {
+            println!("{line}");
+        } else {
+            eprintln!("hint: {line}");
+        }
+    }
+    eprintln!("planner: {}", report.message);
+    report.exit_code
+}
+
+fn board(place: Place, json: bool) -> anyhow::Result<u8> {
+    let (_, state) = place.resolve()?;
+    let board = status::load(&state, time::now())?;
+    if json {
+        let text =
+            serde_json::to_string_pretty(&board).context("cannot write the board as JSON")?;
+        println!("{text}");
+    } else {
+        print!("{}", board.render_text());
+    }
+    Ok(exit_codes::DONE)
+}
+
+fn next(place: Place, exclude: &[String], limit: usize) -> anyhow::Result<u8> {
+    let exclude = exclude
+        .iter()
+        .map(|id| FeatureId::parse(id))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (_, state) = place.resolve()?;
+    let next = schedule::next(&state, &exclude, limit, time::now())?;
+    for update in &next.updates {
+        eprintln!("planner: {update}");
+    }
+    for id in &next.ready {
+        println!("{id}");
+    }
+    Ok(exit_codes::DONE)
+}
+
+fn outcome(place: Place) -> anyhow::Result<u8> {
+    let (_, state) = place.resolve()?;
+    let outcome = schedule::outcome(&state)?;
+    println!("{}", outcome.line);
+    Ok(outcome.exit_code)
+}
