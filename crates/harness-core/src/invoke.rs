@@ -61,8 +61,9 @@ pub fn save_prompt(run_dir: &Path, prompt: &str) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// Runs the agent with the contract's environment; its output goes to `output.log`.
-pub fn run(invocation: &RoleInvocation) -> std::io::Result<AgentRun> {
+/// Runs the agent with the contract's environment; its output goes to `output.log`. An agent that
+/// cannot be started is an error that names it (with a hint when the reason is known).
+pub fn run(invocation: &RoleInvocation) -> anyhow::Result<AgentRun> {
     let mut argv = invocation.agent.command.clone();
     argv[0] = invocation.program.to_string_lossy().into_owned();
     let env = environment(invocation);
@@ -79,6 +80,13 @@ pub fn run(invocation: &RoleInvocation) -> std::io::Result<AgentRun> {
         markers: invocation.markers,
         log: &invocation.run_dir.join("output.log"),
         echo: invocation.echo,
+    })
+    .map_err(|error| {
+        let hint = start_failure_hint(&error, invocation.prompt, &invocation.state.config());
+        anyhow::Error::new(error).context(format!(
+            "cannot start the agent {:?} ({}){hint}",
+            invocation.agent.command[0], invocation.role
+        ))
     })
 }
 
@@ -118,7 +126,7 @@ pub fn write_result(run_dir: &Path, record: &impl Serialize) -> anyhow::Result<(
 }
 
 /// A hint for an agent that could not start, when the reason is known.
-pub fn start_failure_hint(error: &std::io::Error, prompt: &str, config: &Path) -> String {
+fn start_failure_hint(error: &std::io::Error, prompt: &str, config: &Path) -> String {
     if error.raw_os_error() == Some(libc::E2BIG) {
         format!(
             "\nhint: the prompt ({} bytes) is too long for one argument; set prompt_via: stdin or file in {}",

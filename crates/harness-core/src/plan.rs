@@ -123,17 +123,20 @@ pub fn run_plan(request: &PlanRequest) -> anyhow::Result<PlanReport> {
     let run_dir = state_dir.plan_run_dir(&run_id);
     invoke::save_prompt(&run_dir, &prompt)?;
     eprintln!("planner: planning the mission (run {run_id})");
-    let run = run_agent(&Invocation {
-        request_workdir: &request.workdir,
-        state: state_dir,
-        runtime: &runtime,
-        run_dir: &run_dir,
-        iteration: 0,
-        config: &config,
-        program: &program,
-        prompt: &prompt,
-        echo: request.echo,
-    })?;
+    let run = invoke::run(
+        &Invocation {
+            request_workdir: &request.workdir,
+            state: state_dir,
+            runtime: &runtime,
+            run_dir: &run_dir,
+            iteration: 0,
+            config: &config,
+            program: &program,
+            prompt: &prompt,
+            echo: request.echo,
+        }
+        .role_invocation(),
+    )?;
     let concluded = conclude(state_dir, &run, &run_dir, &config, Target::Mission)?;
     let ended_at = time::now();
     memory::append_raw(
@@ -193,29 +196,19 @@ pub fn run_replan(request: &FeatureRequest) -> anyhow::Result<PlanReport> {
         .begin_attempt(run_id.as_str(), Role::Planner, started_at);
     session.save()?;
     eprintln!("planner: re-breaking {id} (run {run_id})");
-    let run = run_agent(&Invocation {
+    let program = session.inputs.program.clone();
+    let invocation = Invocation {
         request_workdir: &request.workdir,
         state: state_dir,
         runtime: &runtime,
         run_dir: &run_dir,
         iteration: session.state.iteration_count,
         config: &config,
-        program: &session.inputs.program,
+        program: &program,
         prompt: &prompt,
         echo: request.echo,
-    });
-    let run = match run {
-        Ok(run) => run,
-        Err(error) => {
-            // Record why the attempt did not happen rather than leave it looking killed.
-            if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {
-                attempt.outcome = Outcome::AgentError;
-                attempt.ended_at = Some(time::now());
-            }
-            session.save()?;
-            return Err(error);
-        }
     };
+    let run = session.run_agent(&invocation.role_invocation(), &run_id)?;
     let concluded = match conclude(state_dir, &run, &run_dir, &config, Target::Feature(id)) {
         Ok(concluded) => concluded,
         Err(error) => {
@@ -450,31 +443,24 @@ struct Invocation<'a> {
     echo: bool,
 }
 
-/// Runs the planner's agent; an agent that cannot start is an error with a hint.
-fn run_agent(invocation: &Invocation) -> anyhow::Result<AgentRun> {
-    let agent_config = invocation.config.agent_for(Role::Planner);
-    invoke::run(&RoleInvocation {
-        role: Role::Planner,
-        workdir: invocation.request_workdir,
-        state: invocation.state,
-        runtime: invocation.runtime,
-        run_dir: invocation.run_dir,
-        iteration: invocation.iteration,
-        promise: &invocation.config.completion_promise,
-        markers: &[],
-        agent: agent_config,
-        program: invocation.program,
-        prompt: invocation.prompt,
-        echo: invocation.echo,
-    })
-    .map_err(|error| {
-        let hint =
-            invoke::start_failure_hint(&error, invocation.prompt, &invocation.state.config());
-        anyhow::Error::new(error).context(format!(
-            "cannot start the planner's agent {:?}{hint}",
-            agent_config.command[0]
-        ))
-    })
+impl<'a> Invocation<'a> {
+    /// The planner's agent run, as every role describes it.
+    fn role_invocation(&self) -> RoleInvocation<'a> {
+        RoleInvocation {
+            role: Role::Planner,
+            workdir: self.request_workdir,
+            state: self.state,
+            runtime: self.runtime,
+            run_dir: self.run_dir,
+            iteration: self.iteration,
+            promise: &self.config.completion_promise,
+            markers: &[],
+            agent: self.config.agent_for(Role::Planner),
+            program: self.program,
+            prompt: self.prompt,
+            echo: self.echo,
+        }
+    }
 }
 
 /// What the plan is for.

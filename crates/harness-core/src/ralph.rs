@@ -155,38 +155,23 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
     );
 
     let head_before = git::head(&feature_request.workdir);
-    let run = invoke::run(&RoleInvocation {
+    let promise = session.state.completion_promise.clone();
+    let program = session.inputs.program.clone();
+    let invocation = RoleInvocation {
         role: Role::Worker,
         workdir: &feature_request.workdir,
         state: state_dir,
         runtime: &runtime,
         run_dir: &run_dir,
         iteration,
-        promise: &session.state.completion_promise.clone(),
-        markers: &[completion_tag(&session.state.completion_promise)],
+        promise: &promise,
+        markers: &[completion_tag(&promise)],
         agent: agent_config,
-        program: &session.inputs.program,
+        program: &program,
         prompt: &prompt,
         echo: feature_request.echo,
-    });
-    let run = match run {
-        Ok(run) => run,
-        Err(error) => {
-            // The iteration was counted; record why it did not happen rather than leave it
-            // looking like a killed harness.
-            if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {
-                attempt.outcome = Outcome::AgentError;
-                attempt.ended_at = Some(time::now());
-            }
-            session.state.status = Status::Pending;
-            session.save()?;
-            let hint = invoke::start_failure_hint(&error, &prompt, &state_dir.config());
-            return Err(anyhow::Error::new(error).context(format!(
-                "cannot start the agent {:?}{hint}",
-                agent_config.command[0]
-            )));
-        }
     };
+    let run = session.run_agent(&invocation, &run_id)?;
     let commits = git::new_commits(&feature_request.workdir, &head_before);
     let ended_at = time::now();
 

@@ -7,16 +7,18 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::agent;
+use crate::agent::AgentRun;
 use crate::config::Config;
 use crate::error::InputError;
 use crate::features::{Feature, FeatureId, FeatureList};
+use crate::invoke::{self, RoleInvocation};
 use crate::layout::{HarnessHome, RunId, StateDir};
 use crate::locks::{self, Lock};
 use crate::memory;
 use crate::notes;
 use crate::prompt::RuntimeContext;
 use crate::role::Role;
-use crate::run_state::RunState;
+use crate::run_state::{Outcome, RunState, Status};
 use crate::time::{self, Timestamp};
 
 /// A role invocation on one feature, as run.sh (or a user) asks for it.
@@ -183,6 +185,30 @@ impl Session {
         self.state
             .save(&self.state_path)
             .with_context(|| format!("cannot write {}", self.state_path.display()))
+    }
+
+    /// Runs the role's agent for the attempt `run_id`, already begun and saved. An agent that
+    /// cannot start leaves the attempt recorded as `agent_error` (not a dangling `started`) and
+    /// the feature resumable.
+    pub fn run_agent(
+        &mut self,
+        invocation: &RoleInvocation,
+        run_id: &RunId,
+    ) -> anyhow::Result<AgentRun> {
+        match invoke::run(invocation) {
+            Ok(run) => Ok(run),
+            Err(error) => {
+                if let Some(attempt) = self.state.attempt_mut(run_id.as_str()) {
+                    attempt.outcome = Outcome::AgentError;
+                    attempt.ended_at = Some(time::now());
+                }
+                if self.state.status == Status::Running {
+                    self.state.status = Status::Pending;
+                }
+                self.save()?;
+                Err(error)
+            }
+        }
     }
 
     /// Writes the run state only if it differs from what was loaded (a no-op leaves every byte).

@@ -180,35 +180,23 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
     eprintln!("validator: {} (run {run_id})", feature.id);
 
     let markers = [PASS_TAG.to_string(), FAIL_TAG.to_string()];
-    let run = invoke::run(&RoleInvocation {
+    let promise = session.state.completion_promise.clone();
+    let program = session.inputs.program.clone();
+    let invocation = RoleInvocation {
         role: Role::Validator,
         workdir: &request.workdir,
         state: state_dir,
         runtime: &runtime,
         run_dir: &run_dir,
         iteration,
-        promise: &session.state.completion_promise.clone(),
+        promise: &promise,
         markers: &markers,
         agent: agent_config,
-        program: &session.inputs.program,
+        program: &program,
         prompt: &prompt,
         echo: request.echo,
-    });
-    let run = match run {
-        Ok(run) => run,
-        Err(error) => {
-            if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {
-                attempt.outcome = Outcome::AgentError;
-                attempt.ended_at = Some(time::now());
-            }
-            session.save()?;
-            let hint = invoke::start_failure_hint(&error, &prompt, &state_dir.config());
-            return Err(anyhow::Error::new(error).context(format!(
-                "cannot start the validator's agent {:?}{hint}",
-                agent_config.command[0]
-            )));
-        }
     };
+    let run = session.run_agent(&invocation, &run_id)?;
     if let End::Interrupted(_) = run.end {
         // Nothing was decided: the feature stays provisional and is validated on resume.
         if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {
