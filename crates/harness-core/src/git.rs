@@ -68,6 +68,24 @@ pub fn head(workdir: &Path) -> Head {
     }
 }
 
+/// A fingerprint of the working tree — HEAD, `git status` and the diff — so that two equal
+/// fingerprints mean nothing changed; `None` without a repository.
+pub fn fingerprint(workdir: &Path) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    if head(workdir) == Head::NotARepo {
+        return None;
+    }
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for args in [
+        &["rev-parse", "--verify", "-q", "HEAD"][..],
+        &["status", "--porcelain", "--untracked-files=all"][..],
+        &["diff", "HEAD"][..],
+    ] {
+        git(workdir, args).map(|(_, out)| out).hash(&mut hasher);
+    }
+    Some(hasher.finish())
+}
+
 /// Commits on HEAD now that were not reachable from `before`; `None` without a repository.
 pub fn new_commits(workdir: &Path, before: &Head) -> Option<u64> {
     let range = match before {

@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::agent::{self, AgentRun, Invocation};
+use crate::agent::{self, AgentRun, Invocation, Redactor};
 use crate::atomic::write_atomic;
 use crate::config::AgentConfig;
 use crate::error::InputError;
 use crate::layout::StateDir;
+use crate::presets::PROMPT_FILE_PLACEHOLDER;
 use crate::prompt::RuntimeContext;
 use crate::role::Role;
 
@@ -41,6 +42,10 @@ pub struct RoleInvocation<'a> {
     pub prompt: &'a str,
     /// Copy the output to stdout.
     pub echo: bool,
+    /// The most tokens this invocation may use (what the budgets leave), if limited.
+    pub token_limit: Option<u64>,
+    /// The most time it may run (what the budgets leave), if limited.
+    pub wall_limit: Option<std::time::Duration>,
 }
 
 /// Creates the run directory and writes `prompt.md`; returns its path. A run directory is never
@@ -64,14 +69,23 @@ pub fn save_prompt(run_dir: &Path, prompt: &str) -> anyhow::Result<PathBuf> {
 /// Runs the agent with the contract's environment; its output goes to `output.log`. An agent that
 /// cannot be started is an error that names it (with a hint when the reason is known).
 pub fn run(invocation: &RoleInvocation) -> anyhow::Result<AgentRun> {
-    let mut argv = invocation.agent.command.clone();
+    let prompt_file = invocation.run_dir.join("prompt.md");
+    let mut argv: Vec<String> = invocation
+        .agent
+        .command
+        .iter()
+        .map(|arg| arg.replace(PROMPT_FILE_PLACEHOLDER, &prompt_file.to_string_lossy()))
+        .collect();
     argv[0] = invocation.program.to_string_lossy().into_owned();
-    let env = environment(invocation);
+    let mut env = invocation.agent.env.clone();
+    env.extend(environment(invocation));
+    // The agent's own secrets are as secret as ours.
+    let redactor = Redactor::from_env(std::env::vars().chain(env.iter().cloned()));
     agent::run(&Invocation {
         argv: &argv,
         prompt: invocation.prompt,
         prompt_via: invocation.agent.prompt_via,
-        prompt_file: &invocation.run_dir.join("prompt.md"),
+        prompt_file: &prompt_file,
         workdir: invocation.workdir,
         env: &env,
         timeout: invocation.agent.timeout(),
@@ -80,6 +94,10 @@ pub fn run(invocation: &RoleInvocation) -> anyhow::Result<AgentRun> {
         markers: invocation.markers,
         log: &invocation.run_dir.join("output.log"),
         echo: invocation.echo,
+        limits: invocation
+            .agent
+            .limits(invocation.token_limit, invocation.wall_limit),
+        redactor,
     })
     .map_err(|error| {
         let hint = start_failure_hint(&error, invocation.prompt, &invocation.state.config());

@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod atomic;
+pub mod budget;
 pub mod config;
 pub mod error;
 pub mod exit_codes;
@@ -16,6 +17,7 @@ pub mod locks;
 pub mod memory;
 pub mod notes;
 pub mod plan;
+pub mod presets;
 pub mod prompt;
 pub mod ralph;
 pub mod role;
@@ -25,6 +27,7 @@ pub mod session;
 pub mod signals;
 pub mod status;
 pub mod time;
+pub mod usage;
 pub mod validator;
 pub mod worktree;
 

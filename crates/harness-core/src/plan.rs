@@ -214,7 +214,12 @@ pub fn run_replan(request: &FeatureRequest) -> anyhow::Result<PlanReport> {
         Err(error) => {
             // features.yaml changed under the run so that the plan cannot be merged.
             if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {
-                attempt.record_end(&run, Outcome::Rejected, time::now());
+                attempt.record_end(
+                    &run,
+                    Outcome::Rejected,
+                    time::now(),
+                    config.agent_for(Role::Planner).prices.as_ref(),
+                );
             }
             session.save()?;
             return Err(error);
@@ -222,7 +227,12 @@ pub fn run_replan(request: &FeatureRequest) -> anyhow::Result<PlanReport> {
     };
     let ended_at = time::now();
     if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {
-        attempt.record_end(&run, concluded.outcome, ended_at);
+        attempt.record_end(
+            &run,
+            concluded.outcome,
+            ended_at,
+            config.agent_for(Role::Planner).prices.as_ref(),
+        );
     }
     session.state.updated_at = ended_at;
     if let Some(merge) = &concluded.merge {
@@ -459,6 +469,8 @@ impl<'a> Invocation<'a> {
             program: self.program,
             prompt: self.prompt,
             echo: self.echo,
+            token_limit: None,
+            wall_limit: None,
         }
     }
 }
@@ -503,7 +515,7 @@ fn conclude(
                         Target::Mission => "planning".to_string(),
                         Target::Feature(id) => format!("re-breaking {id}"),
                     },
-                    describe_end(run.end, Outcome::Interrupted, agent_config.timeout_secs)
+                    describe_end(run.end, Outcome::Interrupted, agent_config)
                 ),
                 details: Vec::new(),
             },
@@ -524,7 +536,7 @@ fn conclude(
     };
     if run.end != End::Exited(0) {
         let outcome = outcome_of(run.end, false);
-        let how = describe_end(run.end, outcome, agent_config.timeout_secs);
+        let how = describe_end(run.end, outcome, agent_config);
         return Ok(rejected(
             outcome,
             Rejection(format!("the planner's agent did not finish: {how}")),
@@ -720,9 +732,9 @@ fn write_result(
             accepted: concluded.merge.is_some(),
             rejection: concluded.rejection.as_deref(),
             features,
-            turns: run.output.turns,
-            tokens: run.output.tokens,
-            cost_usd: run.output.cost_usd,
+            turns: run.output.usage.turns,
+            tokens: run.output.usage.total_tokens(),
+            cost_usd: run.output.usage.cost_usd,
             output_bytes: run.output.bytes,
             memory_entries: run.output.entries.len(),
             log_error: run.log_error.as_deref(),

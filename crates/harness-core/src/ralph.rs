@@ -6,36 +6,46 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::agent::End;
+use crate::config::AgentConfig;
 use crate::error::InputError;
 use crate::exit_codes;
 use crate::git;
 use crate::invoke::{self, RoleInvocation};
-use crate::memory;
+use crate::memory::{self, Tag};
 use crate::notes::{self, AttemptNote};
 use crate::prompt::{completion_tag, WorkerPrompt};
 use crate::role::Role;
 use crate::run_state::{Outcome, RunState, Status};
 use crate::session::{self, FeatureRequest};
 use crate::time::{self, Timestamp};
+use crate::usage::UsageRecord;
 use crate::worktree;
 
 /// What happens after an agent stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
-    /// The promise is in the answer of an agent that exited cleanly: the feature is complete
-    /// (provisional, once a validator checks it).
+    /// The promise is in the answer of an agent that finished by itself: the feature is
+    /// complete (provisional, when a validator checks it).
     Complete,
     /// Not complete and iterations remain: run a fresh agent.
     Restart,
     /// Not complete and the guardrail is reached: the feature failed (exit 2).
     GiveUp,
+    /// A budget ran out: stop (exit 2), resumable once the budget is raised.
+    OverBudget,
+    /// Several iterations in a row changed nothing: stop as stalled (exit 2), for a replan.
+    Stalled,
+    /// The agent hit a rate or usage limit: wait and try again, not counting the iteration.
+    WaitForLimit,
     /// Interrupted: stop here and leave the feature resumable.
     Halt,
 }
 
 /// The decision after every invocation. A non-zero exit, a crash or a timeout never completes,
-/// even with the promise printed: only a clean exit with the promise in the answer does.
+/// even with the promise printed: only an agent that finished by itself (exit 0, or lingering
+/// after its final answer) with the promise in its answer does. A context handoff is an
+/// iteration like any other.
 pub fn on_agent_stop(
     end: End,
     promise_found: bool,
@@ -44,20 +54,54 @@ pub fn on_agent_stop(
 ) -> Decision {
     match end {
         End::Interrupted(_) => Decision::Halt,
-        End::Exited(0) if promise_found => Decision::Complete,
+        _ if end.is_clean() && promise_found => Decision::Complete,
+        End::OverBudget(_) | End::OutOfTime => Decision::OverBudget,
         _ if iteration_count < max_iterations => Decision::Restart,
         _ => Decision::GiveUp,
+    }
+}
+
+/// What the guardrails that look across attempts see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Streaks {
+    /// This attempt hit a rate or usage limit.
+    pub rate_limited: bool,
+    /// Rate-limited attempts in a row, this one included.
+    pub limited_in_a_row: u32,
+    /// Worker attempts in a row (this one included) that changed nothing in the working tree
+    /// and delivered no promise; 0 without git.
+    pub unchanged_in_a_row: u32,
+}
+
+/// Refines [`on_agent_stop`] with the guardrails over several attempts: a rate limit is waited
+/// out (up to `max_waits` times in a row) instead of burning an iteration, and `stall_after`
+/// iterations in a row that changed nothing stop the feature as stalled (0: never).
+pub fn apply_streaks(
+    decision: Decision,
+    streaks: Streaks,
+    max_waits: u32,
+    stall_after: u32,
+) -> Decision {
+    match decision {
+        Decision::Complete | Decision::Halt | Decision::OverBudget => decision,
+        _ if streaks.rate_limited && streaks.limited_in_a_row <= max_waits => {
+            Decision::WaitForLimit
+        }
+        _ if stall_after > 0 && streaks.unchanged_in_a_row >= stall_after => Decision::Stalled,
+        _ => decision,
     }
 }
 
 /// How the attempt is recorded, from how the agent ended.
 pub fn outcome_of(end: End, promise_found: bool) -> Outcome {
     match end {
-        End::Exited(0) if promise_found => Outcome::Completed,
-        End::Exited(0) => Outcome::NoPromise,
+        _ if end.is_clean() && promise_found => Outcome::Completed,
+        End::Exited(0) | End::Lingered => Outcome::NoPromise,
         End::Exited(_) => Outcome::AgentError,
         End::Signaled(_) => Outcome::Crashed,
-        End::TimedOut => Outcome::TimedOut,
+        End::TimedOut | End::IdleTimedOut => Outcome::TimedOut,
+        End::Handoff(_) => Outcome::Handoff,
+        End::OverBudget(_) | End::OutOfTime => Outcome::OverBudget,
         End::Interrupted(_) => Outcome::Interrupted,
     }
 }
@@ -104,6 +148,10 @@ struct ResultRecord<'a> {
     memory_entries: usize,
     memory_entries_dropped: usize,
     log_error: Option<&'a str>,
+    /// Whether the attempt changed the working tree (commits, files); `None` without git.
+    tree_changed: Option<bool>,
+    /// The normalised usage record.
+    usage: Option<&'a UsageRecord>,
     /// The worker's own peak memory, so a flood test can check it stayed bounded.
     worker_peak_rss_kb: Option<u64>,
 }
@@ -124,6 +172,10 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
         session.save_if_changed()?;
         return Ok(report);
     }
+    let remaining = match session.budget_left(state_dir)? {
+        Ok(remaining) => remaining,
+        Err(report) => return Ok(report),
+    };
 
     let feature = session.inputs.feature.clone();
     let config = session.inputs.config.clone();
@@ -155,6 +207,7 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
     );
 
     let head_before = git::head(&feature_request.workdir);
+    let tree_before = git::fingerprint(&feature_request.workdir);
     let promise = session.state.completion_promise.clone();
     let program = session.inputs.program.clone();
     let invocation = RoleInvocation {
@@ -170,22 +223,59 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
         program: &program,
         prompt: &prompt,
         echo: feature_request.echo,
+        token_limit: remaining.tokens,
+        wall_limit: remaining.wall,
     };
     let run = session.run_agent(&invocation, &run_id)?;
     let commits = git::new_commits(&feature_request.workdir, &head_before);
+    let tree_changed = tree_before
+        .zip(git::fingerprint(&feature_request.workdir))
+        .map(|(before, after)| before != after);
     let ended_at = time::now();
 
     let output = &run.output;
     let promise_found = output.found(0);
     let outcome = outcome_of(run.end, promise_found);
     let state = &mut session.state;
-    let decision = on_agent_stop(
-        run.end,
-        promise_found,
-        state.iteration_count,
-        state.max_iterations,
+    let streaks = Streaks {
+        rate_limited: output.rate_limited.is_some(),
+        limited_in_a_row: 1 + state
+            .attempts
+            .iter()
+            .rev()
+            .skip(1)
+            .take_while(|a| a.role == Role::Worker && a.outcome == Outcome::RateLimited)
+            .count() as u32,
+        unchanged_in_a_row: if tree_changed == Some(false) && !promise_found {
+            1 + state
+                .attempts
+                .iter()
+                .rev()
+                .skip(1)
+                .filter(|a| a.role == Role::Worker)
+                .take_while(|a| a.tree_changed == Some(false) && !a.promise_found)
+                .count() as u32
+        } else {
+            0
+        },
+    };
+    let decision = apply_streaks(
+        on_agent_stop(
+            run.end,
+            promise_found,
+            state.iteration_count,
+            state.max_iterations,
+        ),
+        streaks,
+        config.rate_limit.max_waits,
+        config.stall_iterations,
     );
-    let outcome_text = describe_end(run.end, outcome, agent_config.timeout_secs);
+    let outcome = if decision == Decision::WaitForLimit {
+        Outcome::RateLimited
+    } else {
+        outcome
+    };
+    let outcome_text = describe_end(run.end, outcome, agent_config);
     let max = state.max_iterations;
     let message = match decision {
         Decision::Complete if config.validate => format!(
@@ -206,17 +296,36 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
             "{} iteration {iteration}/{max} {outcome_text}; run it again to resume",
             feature.id
         ),
+        Decision::OverBudget => format!(
+            "{} iteration {iteration}/{max} {outcome_text}; raise the budget in config.yaml to go on",
+            feature.id
+        ),
+        Decision::Stalled => format!(
+            "{} stalled: {} iterations in a row changed nothing in the working tree; re-break it with `./run.sh replan {}`",
+            feature.id, streaks.unchanged_in_a_row, feature.id
+        ),
+        Decision::WaitForLimit => format!(
+            "{} iteration {iteration}/{max} hit a rate or usage limit; waiting {} s before trying again (wait {} of {}; not counted as an iteration)",
+            feature.id, config.rate_limit.wait_secs, streaks.limited_in_a_row, config.rate_limit.max_waits
+        ),
+    };
+    let outcome_text = match decision {
+        Decision::Stalled => format!("{outcome_text}\nStalled: {message}"),
+        Decision::WaitForLimit => format!(
+            "{outcome_text}: {}",
+            output.rate_limited.as_deref().unwrap_or("")
+        ),
+        _ => outcome_text,
     };
 
+    let mut entries = output.entries.clone();
+    if decision == Decision::Stalled {
+        // Said as a failure mode, so that the curator and the planner see it.
+        entries.push((Tag::Fail, memory::one_line(&message)));
+    }
     memory::append_raw(
         state_dir,
-        &memory::entries_with_outcome(
-            &output.entries,
-            ended_at,
-            Role::Worker,
-            &feature.id,
-            &message,
-        ),
+        &memory::entries_with_outcome(&entries, ended_at, Role::Worker, &feature.id, &message),
     )
     .context("cannot append to raw.md")?;
 
@@ -224,7 +333,7 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
         attempt: iteration,
         role: Role::Worker,
         time: ended_at,
-        turns: output.turns,
+        turns: output.usage.turns,
         commits,
         outcome: &outcome_text,
         output: &output.tail,
@@ -233,9 +342,10 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
     notes::append(state_dir, &feature.id, &note).context("cannot write the notes")?;
 
     if let Some(attempt) = state.attempt_mut(run_id.as_str()) {
-        attempt.record_end(&run, outcome, ended_at);
+        attempt.record_end(&run, outcome, ended_at, agent_config.prices.as_ref());
         attempt.promise_found = promise_found;
         attempt.commits = commits;
+        attempt.tree_changed = tree_changed;
     }
     state.updated_at = ended_at;
     let exit_code = match decision {
@@ -270,6 +380,27 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
             state.status = Status::Pending;
             exit_codes::INTERRUPTED
         }
+        Decision::OverBudget => {
+            state.status = Status::Pending;
+            state.reason = Some(outcome_text.clone());
+            exit_codes::GUARDRAIL
+        }
+        Decision::Stalled => {
+            state.fail(
+                format!(
+                    "stalled: {} iterations in a row changed nothing in the working tree",
+                    streaks.unchanged_in_a_row
+                ),
+                ended_at,
+            );
+            exit_codes::GUARDRAIL
+        }
+        Decision::WaitForLimit => {
+            // Not an iteration: the next one gets this number again.
+            state.iteration_count -= 1;
+            state.status = Status::Pending;
+            exit_codes::CONTINUE
+        }
     };
 
     let last = state.attempts.last();
@@ -289,14 +420,16 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
             signal: last.and_then(|a| a.signal),
             promise_found,
             decision,
-            turns: output.turns,
+            turns: output.usage.turns,
             commits,
-            tokens: output.tokens,
-            cost_usd: output.cost_usd,
+            tokens: output.usage.total_tokens(),
+            cost_usd: output.usage.cost_usd,
             output_bytes: output.bytes,
             memory_entries: output.entries.len(),
             memory_entries_dropped: output.entries_dropped,
             log_error: run.log_error.as_deref(),
+            tree_changed,
+            usage: last.and_then(|a| a.usage.as_ref()),
             worker_peak_rss_kb: invoke::peak_rss_kb(),
         },
     )?;
@@ -306,6 +439,21 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
     }
     if let Some(error) = &run.log_error {
         eprintln!("worker: warning: {error}");
+    }
+    if decision == Decision::WaitForLimit {
+        eprintln!("worker: {message}");
+        if let Some(signal) =
+            crate::signals::sleep(std::time::Duration::from_secs(config.rate_limit.wait_secs))
+        {
+            return Ok(RoleReport {
+                exit_code: exit_codes::INTERRUPTED,
+                message: format!(
+                    "{} interrupted by {} while waiting",
+                    feature.id,
+                    crate::signals::name(signal)
+                ),
+            });
+        }
     }
     Ok(RoleReport { exit_code, message })
 }
@@ -352,12 +500,33 @@ fn refuse_to_start(state: &mut RunState, now: Timestamp) -> Option<RoleReport> {
 }
 
 /// How the agent ended, in words for notes and raw.md.
-pub fn describe_end(end: End, outcome: Outcome, timeout_secs: u64) -> String {
+pub fn describe_end(end: End, outcome: Outcome, agent: &AgentConfig) -> String {
     match end {
         End::Exited(0) => outcome.describe().to_string(),
         End::Exited(code) => format!("agent exited with code {code}"),
         End::Signaled(signal) => format!("agent crashed ({})", crate::signals::name(signal)),
-        End::TimedOut => format!("agent timed out after {timeout_secs} s and was stopped"),
+        End::TimedOut => format!(
+            "agent timed out after {} s and was stopped",
+            agent.timeout_secs
+        ),
+        End::IdleTimedOut => format!(
+            "agent printed nothing for {} s and was stopped",
+            agent.idle_timeout_secs.unwrap_or(0)
+        ),
+        End::Lingered => format!(
+            "{}; the agent did not exit within {} s of its final answer and was stopped",
+            outcome.describe(),
+            agent.result_grace_secs
+        ),
+        End::Handoff(tokens) => format!(
+            "handoff: context — {tokens} tokens passed {:.0}% of the {}-token window; a fresh agent continues",
+            agent.handoff_threshold * 100.0,
+            agent.context_window.unwrap_or(0)
+        ),
+        End::OverBudget(tokens) => {
+            format!("stopped after {tokens} tokens: the token budget ran out")
+        }
+        End::OutOfTime => "stopped: the time budget ran out".to_string(),
         End::Interrupted(signal) => {
             format!("interrupted by {}", crate::signals::name(signal))
         }

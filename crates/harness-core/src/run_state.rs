@@ -11,6 +11,7 @@ use crate::error::InputError;
 use crate::features::FeatureId;
 use crate::role::Role;
 use crate::time::Timestamp;
+use crate::usage::{Prices, UsageRecord};
 
 /// Where a feature stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,6 +63,12 @@ pub enum Outcome {
     TimedOut,
     /// Ctrl-C or SIGTERM stopped the invocation, or the harness itself was killed during it.
     Interrupted,
+    /// The context filled up; a fresh agent continues (an iteration, not a failure).
+    Handoff,
+    /// Stopped because a token, cost or time budget ran out.
+    OverBudget,
+    /// The agent hit a rate or usage limit; the harness waited (not counted as an iteration).
+    RateLimited,
     /// Accepted: the validator's pass.
     Verified,
     /// Turned down: the validator's fail (or no clear verdict), or a planner's invalid plan.
@@ -79,6 +86,9 @@ impl Outcome {
             Outcome::Crashed => "agent crashed",
             Outcome::TimedOut => "agent timed out",
             Outcome::Interrupted => "interrupted",
+            Outcome::Handoff => "handed off: the context was full",
+            Outcome::OverBudget => "stopped: a budget ran out",
+            Outcome::RateLimited => "hit a rate or usage limit",
             Outcome::Verified => "verified",
             Outcome::Rejected => "rejected",
         }
@@ -116,20 +126,33 @@ pub struct Attempt {
     /// New commits in the working directory during the attempt; `None` without git.
     #[serde(default)]
     pub commits: Option<u64>,
-    /// Tokens the agent reported; `None` when unknown.
+    /// All tokens the agent reported; `None` when unknown.
     #[serde(default)]
     pub tokens: Option<u64>,
-    /// Cost in USD the agent reported; `None` when unknown (never a fake 0).
+    /// Cost in USD, reported or estimated (see `usage`); `None` when unknown (never a fake 0).
     #[serde(default)]
     pub cost_usd: Option<f64>,
     /// Bytes of output.
     #[serde(default)]
     pub output_bytes: u64,
+    /// Whether the attempt changed the working tree (new commits, files); `None` without git.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_changed: Option<bool>,
+    /// The normalised usage: tokens by kind, the cost and its source, the final answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageRecord>,
 }
 
 impl Attempt {
-    /// Records how the agent run ended (what its answer means is the role's to record).
-    pub fn record_end(&mut self, run: &AgentRun, outcome: Outcome, ended_at: Timestamp) {
+    /// Records how the agent run ended and what it used (`prices` estimate a cost it did not
+    /// report); what its answer means is the role's to record.
+    pub fn record_end(
+        &mut self,
+        run: &AgentRun,
+        outcome: Outcome,
+        ended_at: Timestamp,
+        prices: Option<&Prices>,
+    ) {
         self.ended_at = Some(ended_at);
         self.outcome = outcome;
         (self.exit_code, self.signal) = match run.end {
@@ -137,9 +160,11 @@ impl Attempt {
             End::Signaled(signal) => (None, Some(signal)),
             _ => (None, None),
         };
-        self.turns = run.output.turns;
-        self.tokens = run.output.tokens;
-        self.cost_usd = run.output.cost_usd;
+        let usage = UsageRecord::of(&run.output, prices);
+        self.turns = usage.turns;
+        self.tokens = usage.total_tokens;
+        self.cost_usd = usage.cost_usd;
+        self.usage = Some(usage);
         self.output_bytes = run.output.bytes;
     }
 }
@@ -290,6 +315,8 @@ impl RunState {
             tokens: None,
             cost_usd: None,
             output_bytes: 0,
+            tree_changed: None,
+            usage: None,
         });
     }
 

@@ -8,8 +8,10 @@ use anyhow::Context;
 
 use crate::agent;
 use crate::agent::AgentRun;
+use crate::budget::{self, Remaining, Spent};
 use crate::config::Config;
 use crate::error::InputError;
+use crate::exit_codes;
 use crate::features::{Feature, FeatureId, FeatureList};
 use crate::invoke::{self, RoleInvocation};
 use crate::layout::{HarnessHome, RunId, StateDir};
@@ -17,6 +19,7 @@ use crate::locks::{self, Lock};
 use crate::memory;
 use crate::notes;
 use crate::prompt::RuntimeContext;
+use crate::ralph::RoleReport;
 use crate::role::Role;
 use crate::run_state::{Outcome, RunState, Status};
 use crate::time::{self, Timestamp};
@@ -207,6 +210,35 @@ impl Session {
                 }
                 self.save()?;
                 Err(error)
+            }
+        }
+    }
+
+    /// What the budgets leave for this invocation; when one is used up, the report that stops
+    /// the feature (exit 2, naming the budget), with the reason recorded in its state.
+    pub fn budget_left(
+        &mut self,
+        state: &StateDir,
+    ) -> anyhow::Result<Result<Remaining, RoleReport>> {
+        let budgets = &self.inputs.config.budgets;
+        if budgets.feature.is_none() && budgets.mission.is_none() {
+            return Ok(Ok(Remaining::default()));
+        }
+        let feature = Spent::of(&self.state.attempts);
+        let mission = budget::mission_spent(state);
+        match budget::remaining(budgets, feature, mission) {
+            Ok(remaining) => Ok(Ok(remaining)),
+            Err(exceeded) => {
+                let id = &self.inputs.feature.id;
+                self.state.reason = Some(exceeded.to_string());
+                self.save_if_changed()?;
+                Ok(Err(RoleReport {
+                    exit_code: exit_codes::GUARDRAIL,
+                    message: format!(
+                        "{id} stopped: {exceeded}\nhint: raise it under `budgets:` in {}",
+                        state.config().display()
+                    ),
+                }))
             }
         }
     }

@@ -75,6 +75,20 @@ pub fn unsubscribe() {
     }
 }
 
+/// Sleeps for `duration` unless an interrupt comes first; returns the interrupt, if one came.
+pub fn sleep(duration: std::time::Duration) -> Option<i32> {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    subscribe(move |signal| {
+        let _ = sender.send(signal);
+    });
+    let result = match received() {
+        Some(signal) => Some(signal),
+        None => receiver.recv_timeout(duration).ok(),
+    };
+    unsubscribe();
+    result
+}
+
 /// In a freshly forked child, before exec: unblock the signals again, so the agent can be
 /// stopped with SIGTERM. Only async-signal-safe calls.
 pub fn reset_in_child() {

@@ -6,6 +6,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::agent::End;
+use crate::config::AgentConfig;
 use crate::error::InputError;
 use crate::exit_codes;
 use crate::invoke::{self, RoleInvocation};
@@ -52,7 +53,7 @@ impl Verdict {
 
 /// The verdict of an answer in which the pass tag appeared `passes` times and the fail tag
 /// `fails` times, of an agent that ended as `end`.
-pub fn decide(end: End, passes: u64, fails: u64, answer: &str, timeout_secs: u64) -> Verdict {
+pub fn decide(end: End, passes: u64, fails: u64, answer: &str, agent: &AgentConfig) -> Verdict {
     let said = reasons_of(answer);
     let with = |why: String| {
         if said.is_empty() {
@@ -61,8 +62,8 @@ pub fn decide(end: End, passes: u64, fails: u64, answer: &str, timeout_secs: u64
             format!("{why}\n\n{said}")
         }
     };
-    if end != End::Exited(0) {
-        let how = describe_end(end, outcome_of(end, false), timeout_secs);
+    if !end.is_clean() {
+        let how = describe_end(end, outcome_of(end, false), agent);
         return Verdict::Fail {
             reasons: with(format!("the validator did not finish: {how}")),
         };
@@ -148,6 +149,10 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
             .into())
         }
     }
+    let remaining = match session.budget_left(state_dir)? {
+        Ok(remaining) => remaining,
+        Err(report) => return Ok(report),
+    };
     let config = session.inputs.config.clone();
     let agent_config = config.agent_for(Role::Validator);
     let run_id = session.run_id(request);
@@ -195,12 +200,19 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
         program: &program,
         prompt: &prompt,
         echo: request.echo,
+        token_limit: remaining.tokens,
+        wall_limit: remaining.wall,
     };
     let run = session.run_agent(&invocation, &run_id)?;
     if let End::Interrupted(_) = run.end {
         // Nothing was decided: the feature stays provisional and is validated on resume.
         if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {
-            attempt.record_end(&run, Outcome::Interrupted, time::now());
+            attempt.record_end(
+                &run,
+                Outcome::Interrupted,
+                time::now(),
+                agent_config.prices.as_ref(),
+            );
         }
         session.save()?;
         return Ok(RoleReport {
@@ -218,7 +230,7 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
         output.marker_counts[0],
         output.marker_counts[1],
         output.answer(),
-        agent_config.timeout_secs,
+        agent_config,
     );
     let first_line = |text: &str| {
         text.lines()
@@ -251,7 +263,7 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
 
     let state = &mut session.state;
     if let Some(attempt) = state.attempt_mut(run_id.as_str()) {
-        attempt.record_end(&run, outcome, ended_at);
+        attempt.record_end(&run, outcome, ended_at, agent_config.prices.as_ref());
     }
     state.updated_at = ended_at;
     let (exit_code, message) = match &verdict {
@@ -316,9 +328,9 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
                 "fail"
             },
             reasons: verdict.reasons(),
-            turns: output.turns,
-            tokens: output.tokens,
-            cost_usd: output.cost_usd,
+            turns: output.usage.turns,
+            tokens: output.usage.total_tokens(),
+            cost_usd: output.usage.cost_usd,
             output_bytes: output.bytes,
         },
     )?;
@@ -332,6 +344,16 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::AgentSpec;
+
+    fn agent() -> AgentConfig {
+        AgentConfig::try_from(AgentSpec {
+            command: Some(vec!["strict".into()]),
+            timeout_secs: Some(60),
+            ..AgentSpec::default()
+        })
+        .unwrap()
+    }
 
     #[test]
     fn one_clear_verdict_decides() {
@@ -340,7 +362,7 @@ mod tests {
             1,
             0,
             "All criteria hold.\n<verdict>PASS</verdict>",
-            60,
+            &agent(),
         );
         assert_eq!(
             pass,
@@ -353,7 +375,7 @@ mod tests {
             0,
             1,
             "<verdict>FAIL</verdict>\nhello.txt is empty",
-            60,
+            &agent(),
         );
         assert_eq!(
             fail,
@@ -363,21 +385,21 @@ mod tests {
         );
         // The same verdict twice is still one verdict.
         assert!(matches!(
-            decide(End::Exited(0), 2, 0, "", 60),
+            decide(End::Exited(0), 2, 0, "", &agent()),
             Verdict::Pass { .. }
         ));
     }
 
     #[test]
     fn no_verdict_or_both_is_a_fail_with_that_reason() {
-        let none = decide(End::Exited(0), 0, 0, "looks fine to me", 60);
+        let none = decide(End::Exited(0), 0, 0, "looks fine to me", &agent());
         assert_eq!(
             none,
             Verdict::Fail {
                 reasons: "the validator gave no verdict\n\nlooks fine to me".into()
             }
         );
-        let both = decide(End::Exited(0), 1, 1, "", 60);
+        let both = decide(End::Exited(0), 1, 1, "", &agent());
         assert_eq!(
             both,
             Verdict::Fail {
@@ -388,11 +410,11 @@ mod tests {
 
     #[test]
     fn a_validator_that_did_not_finish_never_passes() {
-        let crashed = decide(End::Exited(3), 1, 0, "<verdict>PASS</verdict>", 60);
+        let crashed = decide(End::Exited(3), 1, 0, "<verdict>PASS</verdict>", &agent());
         assert!(
             matches!(&crashed, Verdict::Fail { reasons } if reasons.contains("agent exited with code 3"))
         );
-        let timed_out = decide(End::TimedOut, 1, 0, "", 60);
+        let timed_out = decide(End::TimedOut, 1, 0, "", &agent());
         assert!(
             matches!(&timed_out, Verdict::Fail { reasons } if reasons.contains("timed out after 60 s"))
         );
@@ -410,7 +432,7 @@ mod tests {
     #[test]
     fn reasons_are_bounded() {
         let long = format!("{}<verdict>FAIL</verdict>", "x".repeat(10_000));
-        let Verdict::Fail { reasons } = decide(End::Exited(0), 0, 1, &long, 60) else {
+        let Verdict::Fail { reasons } = decide(End::Exited(0), 0, 1, &long, &agent()) else {
             panic!("fail expected")
         };
         assert_eq!(reasons.chars().count(), REASONS_CHARS);

@@ -8,6 +8,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,6 +17,12 @@ use crate::config::{OutputFormat, PromptVia};
 use crate::error::InputError;
 use crate::memory::{self, Tag, MAX_ENTRIES_PER_INVOCATION};
 use crate::signals;
+
+pub mod format;
+pub mod redact;
+
+pub use format::{Event, Parser, Usage};
+pub use redact::Redactor;
 
 /// The longest output line parsed (JSON events included); the rest of a longer line is still
 /// logged but not parsed.
@@ -50,6 +57,10 @@ pub struct Invocation<'a> {
     pub log: &'a Path,
     /// Whether the output is also copied to our stdout as it comes.
     pub echo: bool,
+    /// Idle, final-answer grace, context and token limits.
+    pub limits: Limits,
+    /// Secrets to keep out of the log, the terminal and everything read from the output.
+    pub redactor: Redactor,
 }
 
 /// How the agent process ended.
@@ -59,10 +70,44 @@ pub enum End {
     Exited(i32),
     /// A signal the harness did not send killed it.
     Signaled(i32),
-    /// The timeout ran out; the harness stopped it.
+    /// The total time ran out; the harness stopped it.
     TimedOut,
+    /// It printed nothing for the idle limit; the harness stopped it.
+    IdleTimedOut,
+    /// It gave its final answer but did not exit within the grace period; the harness stopped it.
+    /// Its answer stands, as if it had exited cleanly.
+    Lingered,
+    /// Its context passed the handoff threshold (this many tokens); the harness stopped it so
+    /// that a fresh agent continues.
+    Handoff(u64),
+    /// Its tokens (this many) passed what the budgets leave; the harness stopped it.
+    OverBudget(u64),
+    /// It ran out of what the time budgets leave; the harness stopped it.
+    OutOfTime,
     /// Ctrl-C / SIGTERM reached the harness, which stopped it.
     Interrupted(i32),
+}
+
+impl End {
+    /// Whether the agent finished its work by itself (its answer counts).
+    pub fn is_clean(self) -> bool {
+        matches!(self, End::Exited(0) | End::Lingered)
+    }
+}
+
+/// Limits the supervisor enforces during one invocation, beside the total timeout.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Limits {
+    /// Stop after this long without output.
+    pub idle: Option<Duration>,
+    /// After the final answer, stop an agent that has not exited within this long.
+    pub result_grace: Option<Duration>,
+    /// Hand off when the context reaches this many tokens.
+    pub context_limit: Option<u64>,
+    /// Stop when the invocation has used this many tokens (what the budgets leave).
+    pub token_limit: Option<u64>,
+    /// Stop when the invocation has run this long (what the time budgets leave).
+    pub wall_limit: Option<Duration>,
 }
 
 /// What the harness learnt from one invocation.
@@ -87,12 +132,14 @@ pub struct OutputSummary {
     pub marker_counts: Vec<u64>,
     /// The final answer, for agents with structured output.
     pub final_answer: Option<String>,
-    /// Turns, when the agent reports them.
-    pub turns: Option<u64>,
-    /// Tokens (input + output + cache), when reported.
-    pub tokens: Option<u64>,
-    /// Cost in USD, when reported.
-    pub cost_usd: Option<f64>,
+    /// Turns, tokens and cost as the agent reports them.
+    pub usage: Usage,
+    /// The largest context the agent's model had, when the stream tells it.
+    pub context_tokens: Option<u64>,
+    /// The last tool or action seen.
+    pub last_action: Option<String>,
+    /// What the agent said when it hit a rate or usage limit.
+    pub rate_limited: Option<String>,
     /// The end of the readable output (text, or the assistant's text for JSON streams).
     pub tail: String,
     /// Memory entries found, in order, at most [`MAX_ENTRIES_PER_INVOCATION`].
@@ -102,25 +149,32 @@ pub struct OutputSummary {
 }
 
 /// Reads an agent's output as it streams, in bounded memory.
-#[derive(Debug)]
 pub struct OutputReader {
-    format: OutputFormat,
+    parser: Box<dyn Parser>,
     markers: Vec<String>,
     line: Vec<u8>,
-    line_overflowed: bool,
     tail: Vec<u8>,
+    events: Vec<Event>,
     summary: OutputSummary,
+}
+
+impl std::fmt::Debug for OutputReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutputReader")
+            .field("summary", &self.summary)
+            .finish_non_exhaustive()
+    }
 }
 
 impl OutputReader {
     /// A reader for `format` counting `markers` in the answer.
     pub fn new(format: OutputFormat, markers: &[String]) -> Self {
         Self {
-            format,
+            parser: format::parser_for(format),
             markers: markers.to_vec(),
             line: Vec::new(),
-            line_overflowed: false,
             tail: Vec::new(),
+            events: Vec::new(),
             summary: OutputSummary {
                 marker_counts: vec![0; markers.len()],
                 ..OutputSummary::default()
@@ -128,10 +182,12 @@ impl OutputReader {
         }
     }
 
-    /// Takes the next chunk of output.
-    pub fn feed(&mut self, mut chunk: &[u8]) {
+    /// Takes the next chunk of output; returns the events it completed (for the supervisor).
+    pub fn feed(&mut self, mut chunk: &[u8]) -> &[Event] {
+        self.events.clear();
         self.summary.bytes += chunk.len() as u64;
-        if self.format == OutputFormat::Text {
+        if self.parser.text_is_answer() {
+            // Raw bytes, so that a flood without newlines still leaves its true end.
             push_tail(&mut self.tail, chunk);
         }
         while let Some(newline) = chunk.iter().position(|&b| b == b'\n') {
@@ -140,10 +196,12 @@ impl OutputReader {
             chunk = &chunk[newline + 1..];
         }
         self.extend_line(chunk);
+        &self.events
     }
 
     /// Ends the output: a last line without a newline counts too.
     pub fn finish(&mut self) {
+        self.events.clear();
         if !self.line.is_empty() {
             self.end_line();
         }
@@ -158,95 +216,53 @@ impl OutputReader {
 
     fn extend_line(&mut self, bytes: &[u8]) {
         let room = MAX_LINE_BYTES.saturating_sub(self.line.len());
-        if bytes.len() > room {
-            self.line_overflowed = true;
-        }
         self.line.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
     fn end_line(&mut self) {
         let line = std::mem::take(&mut self.line);
-        self.line_overflowed = false;
         let line = String::from_utf8_lossy(&line);
         let line = line.strip_suffix('\r').unwrap_or(&line);
-        match self.format {
-            OutputFormat::Text => {
-                count_markers(&self.markers, line, &mut self.summary.marker_counts);
-                self.harvest(line);
-            }
-            OutputFormat::ClaudeStreamJson => self.claude_event(line),
-        }
-    }
-
-    fn harvest(&mut self, line: &str) {
-        if let Some(entry) = memory::harvest_line(line) {
-            if self.summary.entries.len() < MAX_ENTRIES_PER_INVOCATION {
-                self.summary.entries.push(entry);
-            } else {
-                self.summary.entries_dropped += 1;
-            }
-        }
-    }
-
-    fn text_line(&mut self, line: &str) {
-        push_tail(&mut self.tail, line.as_bytes());
-        push_tail(&mut self.tail, b"\n");
-        self.harvest(line);
-    }
-
-    /// Claude Code's stream-json: assistant text is the readable transcript; the final
-    /// `result` event holds the answer, turns, usage and cost. Lines that are not JSON (stderr)
-    /// go to the tail but can never complete the feature.
-    fn claude_event(&mut self, line: &str) {
-        let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
-            if !line.trim().is_empty() {
-                push_tail(&mut self.tail, line.as_bytes());
-                push_tail(&mut self.tail, b"\n");
-            }
-            return;
-        };
-        match event.get("type").and_then(|t| t.as_str()) {
-            Some("assistant") => {
-                let content = event
-                    .pointer("/message/content")
-                    .and_then(|c| c.as_array())
-                    .cloned()
-                    .unwrap_or_default();
-                for item in content {
-                    if item.get("type").and_then(|t| t.as_str()) == Some("text") {
-                        let text = item.get("text").and_then(|t| t.as_str()).unwrap_or("");
-                        for text_line in text.lines() {
-                            self.text_line(text_line);
+        let first = self.events.len();
+        self.parser.line(line, &mut self.events);
+        let text_is_answer = self.parser.text_is_answer();
+        for index in first..self.events.len() {
+            match &self.events[index] {
+                Event::Text(text) => {
+                    if text_is_answer {
+                        count_markers(&self.markers, text, &mut self.summary.marker_counts);
+                    } else {
+                        push_tail(&mut self.tail, text.as_bytes());
+                        push_tail(&mut self.tail, b"\n");
+                    }
+                    if let Some(entry) = memory::harvest_line(text) {
+                        if self.summary.entries.len() < MAX_ENTRIES_PER_INVOCATION {
+                            self.summary.entries.push(entry);
+                        } else {
+                            self.summary.entries_dropped += 1;
                         }
                     }
                 }
-            }
-            Some("result") => {
-                let answer = event
-                    .get("result")
-                    .and_then(|r| r.as_str())
-                    .map(str::to_string);
-                if let Some(answer) = &answer {
+                Event::Other(text) => {
+                    if !text_is_answer {
+                        push_tail(&mut self.tail, text.as_bytes());
+                        push_tail(&mut self.tail, b"\n");
+                    }
+                }
+                Event::Final(answer) => {
                     // The final answer is the answer: counts from earlier results are replaced.
                     self.summary.marker_counts = vec![0; self.markers.len()];
                     count_markers(&self.markers, answer, &mut self.summary.marker_counts);
+                    self.summary.final_answer = Some(answer.clone());
                 }
-                self.summary.final_answer = answer;
-                self.summary.turns = event.get("num_turns").and_then(|n| n.as_u64());
-                self.summary.cost_usd = event.get("total_cost_usd").and_then(|c| c.as_f64());
-                self.summary.tokens = event.get("usage").map(|usage| {
-                    [
-                        "input_tokens",
-                        "output_tokens",
-                        "cache_creation_input_tokens",
-                        "cache_read_input_tokens",
-                    ]
-                    .iter()
-                    .filter_map(|key| usage.get(key).and_then(|n| n.as_u64()))
-                    .sum()
-                });
+                Event::Usage(usage) => self.summary.usage.update(usage),
+                Event::Context(tokens) => {
+                    let largest = self.summary.context_tokens.unwrap_or(0).max(*tokens);
+                    self.summary.context_tokens = Some(largest);
+                }
+                Event::Action(action) => self.summary.last_action = Some(action.clone()),
+                Event::RateLimited(text) => self.summary.rate_limited = Some(text.clone()),
             }
-            _ => {}
         }
     }
 }
@@ -315,10 +331,17 @@ pub fn resolve_program(
     })
 }
 
-enum Event {
+/// What the supervisor waits for.
+enum Signal {
     Exited(io::Result<std::process::ExitStatus>),
     OutputClosed,
     Interrupt(i32),
+    /// The final answer arrived: the agent gets a grace period to exit by itself.
+    FinalAnswer,
+    /// The context passed the handoff threshold.
+    ContextFull(u64),
+    /// The invocation's tokens passed what the budgets leave.
+    OverBudget(u64),
 }
 
 /// Runs the agent to its end and reports what happened. An I/O error means the agent could not
@@ -364,7 +387,7 @@ pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
     drop(command);
     let pgid = child.id() as i32;
 
-    let (sender, events) = mpsc::channel::<Event>();
+    let (sender, signals_in) = mpsc::channel::<Signal>();
     if let Some(mut stdin) = child.stdin.take() {
         let prompt = invocation.prompt.to_string();
         std::thread::spawn(move || {
@@ -378,40 +401,51 @@ pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
         invocation.markers,
     )));
     let log_error: Arc<Mutex<Option<String>>> = Arc::default();
+    let last_output = Arc::new(AtomicU64::new(0));
     {
-        let reader = Arc::clone(&reader);
-        let log_error = Arc::clone(&log_error);
-        let sender = sender.clone();
-        let echo = invocation.echo;
+        let pump = Pump {
+            reader: Arc::clone(&reader),
+            log_error: Arc::clone(&log_error),
+            last_output: Arc::clone(&last_output),
+            started,
+            sender: sender.clone(),
+            echo: invocation.echo,
+            limits: invocation.limits,
+            redactor: invocation.redactor.clone(),
+        };
         std::thread::spawn(move || {
-            pump(pipe_reader, &mut log, echo, &reader, &log_error);
-            let _ = sender.send(Event::OutputClosed);
+            pump.run(pipe_reader, &mut log);
+            let _ = pump.sender.send(Signal::OutputClosed);
         });
     }
     {
         let sender = sender.clone();
         std::thread::spawn(move || {
-            let _ = sender.send(Event::Exited(child.wait()));
+            let _ = sender.send(Signal::Exited(child.wait()));
         });
     }
     {
         let sender = sender.clone();
         signals::subscribe(move |signal| {
-            let _ = sender.send(Event::Interrupt(signal));
+            let _ = sender.send(Signal::Interrupt(signal));
         });
     }
     drop(sender);
 
     let mut supervisor = Supervisor {
         pgid,
-        events,
+        signals: signals_in,
         output_closed: false,
         grace: invocation.kill_grace,
     };
-    let deadline = started + invocation.timeout;
     let end = match signals::received() {
         Some(signal) => supervisor.stop(End::Interrupted(signal)),
-        None => supervisor.wait_until(deadline),
+        None => supervisor.watch(
+            started,
+            invocation.timeout,
+            &invocation.limits,
+            &last_output,
+        ),
     };
     signals::unsubscribe();
     supervisor.reap_group();
@@ -427,66 +461,205 @@ pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
     })
 }
 
-/// Copies the pipe to the log (and the terminal) and feeds the reader, until every writer closed.
-fn pump(
-    mut pipe: io::PipeReader,
-    log: &mut File,
-    mut echo: bool,
-    reader: &Mutex<OutputReader>,
-    log_error: &Mutex<Option<String>>,
-) {
-    let mut buffer = vec![0u8; 64 << 10];
-    let mut log_ok = true;
-    let stdout = io::stdout();
-    loop {
-        let count = match pipe.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(count) => count,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
+/// The copier between the agent's pipe and everything that reads its output.
+struct Pump {
+    reader: Arc<Mutex<OutputReader>>,
+    log_error: Arc<Mutex<Option<String>>>,
+    /// Milliseconds from `started` to the last output, for the idle timer.
+    last_output: Arc<AtomicU64>,
+    started: Instant,
+    sender: mpsc::Sender<Signal>,
+    echo: bool,
+    limits: Limits,
+    redactor: Redactor,
+}
+
+impl Pump {
+    /// Copies the pipe, line by line with secrets redacted, to the log, the terminal and the
+    /// reader, until every writer closed; tells the supervisor what it must act on.
+    fn run(&self, mut pipe: io::PipeReader, log: &mut File) {
+        let mut buffer = vec![0u8; 64 << 10];
+        let mut pending: Vec<u8> = Vec::new();
+        let mut sink = Sink {
+            log,
+            log_ok: true,
+            echo: self.echo,
         };
-        let chunk = &buffer[..count];
-        if log_ok {
-            if let Err(error) = log.write_all(chunk) {
-                // Keep draining the pipe (or the agent would block), but say the log is cut.
-                log_ok = false;
-                if let Ok(mut slot) = log_error.lock() {
-                    *slot = Some(format!("output.log is incomplete: {error}"));
-                }
+        let mut final_seen = false;
+        loop {
+            let count = match pipe.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(count) => count,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            self.last_output
+                .store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
+            pending.extend_from_slice(&buffer[..count]);
+            // Whole lines are redacted (a secret is never split); a line longer than the
+            // bound goes out as it is so far, so memory stays bounded.
+            let cut = match pending.iter().rposition(|&b| b == b'\n') {
+                Some(newline) => newline + 1,
+                None if pending.len() >= MAX_PENDING_BYTES => pending.len(),
+                None => continue,
+            };
+            let clean = self.redactor.redact_bytes(&pending[..cut]);
+            self.deliver(&clean, &mut sink, &mut final_seen);
+            drop(clean);
+            pending.drain(..cut);
+        }
+        if !pending.is_empty() {
+            let clean = self.redactor.redact_bytes(&pending);
+            self.deliver(&clean, &mut sink, &mut final_seen);
+        }
+        if let Ok(mut reader) = self.reader.lock() {
+            reader.finish();
+        }
+        if let Some(error) = sink.finish() {
+            if let Ok(mut slot) = self.log_error.lock() {
+                *slot = Some(error);
             }
         }
-        if echo {
+    }
+
+    fn deliver(&self, chunk: &[u8], sink: &mut Sink, final_seen: &mut bool) {
+        if let Some(error) = sink.write(chunk) {
+            if let Ok(mut slot) = self.log_error.lock() {
+                *slot = Some(error);
+            }
+        }
+        let Ok(mut reader) = self.reader.lock() else {
+            return;
+        };
+        for event in reader.feed(chunk) {
+            let signal = match event {
+                Event::Final(_) if !*final_seen => {
+                    *final_seen = true;
+                    Some(Signal::FinalAnswer)
+                }
+                Event::Context(tokens) => self
+                    .limits
+                    .context_limit
+                    .filter(|limit| tokens >= limit)
+                    .map(|_| Signal::ContextFull(*tokens)),
+                _ => None,
+            };
+            if let Some(signal) = signal {
+                let _ = self.sender.send(signal);
+            }
+        }
+        if let (Some(limit), Some(used)) = (
+            self.limits.token_limit,
+            reader
+                .summary
+                .usage
+                .total_tokens()
+                .or(reader.summary.context_tokens),
+        ) {
+            if used >= limit {
+                let _ = self.sender.send(Signal::OverBudget(used));
+            }
+        }
+    }
+}
+
+/// The longest stretch without a newline held back for redaction.
+const MAX_PENDING_BYTES: usize = 64 << 10;
+
+/// Where the output goes besides the reader: output.log and, when asked, the terminal.
+struct Sink<'a> {
+    log: &'a mut File,
+    log_ok: bool,
+    echo: bool,
+}
+
+impl Sink<'_> {
+    /// Writes a chunk; returns the log's error the first time it fails.
+    fn write(&mut self, chunk: &[u8]) -> Option<String> {
+        let mut failure = None;
+        if self.log_ok {
+            if let Err(error) = self.log.write_all(chunk) {
+                // Keep draining the pipe (or the agent would block), but say the log is cut.
+                self.log_ok = false;
+                failure = Some(format!("output.log is incomplete: {error}"));
+            }
+        }
+        if self.echo {
+            let stdout = io::stdout();
             let mut out = stdout.lock();
-            echo = out.write_all(chunk).and_then(|()| out.flush()).is_ok();
+            self.echo = out.write_all(chunk).and_then(|()| out.flush()).is_ok();
         }
-        if let Ok(mut reader) = reader.lock() {
-            reader.feed(chunk);
-        }
+        failure
     }
-    if let Ok(mut reader) = reader.lock() {
-        reader.finish();
+
+    fn finish(&mut self) -> Option<String> {
+        self.log
+            .flush()
+            .err()
+            .map(|error| format!("output.log is incomplete: {error}"))
     }
-    let _ = log.flush();
 }
 
 /// Waits for the agent and stops its process group when it must.
 struct Supervisor {
     pgid: i32,
-    events: mpsc::Receiver<Event>,
+    signals: mpsc::Receiver<Signal>,
     output_closed: bool,
     grace: Duration,
 }
 
 impl Supervisor {
-    /// Waits for the agent to exit, an interrupt, or the deadline.
-    fn wait_until(&mut self, deadline: Instant) -> End {
+    /// Waits for the agent to exit, or for a reason to stop it: an interrupt, the total time,
+    /// silence past the idle limit, lingering after its final answer, a full context, a budget.
+    fn watch(
+        &mut self,
+        started: Instant,
+        timeout: Duration,
+        limits: &Limits,
+        last_output: &AtomicU64,
+    ) -> End {
+        let total_deadline = started + timeout;
+        let mut linger_deadline: Option<Instant> = None;
         loop {
+            let idle_deadline = limits.idle.map(|idle| {
+                started + Duration::from_millis(last_output.load(Ordering::Relaxed)) + idle
+            });
+            let (deadline, why) = [
+                Some((total_deadline, End::TimedOut)),
+                limits
+                    .wall_limit
+                    .map(|wall| (started + wall, End::OutOfTime)),
+                idle_deadline.map(|d| (d, End::IdleTimedOut)),
+                linger_deadline.map(|d| (d, End::Lingered)),
+            ]
+            .into_iter()
+            .flatten()
+            .min_by_key(|(deadline, _)| *deadline)
+            .expect("the total deadline is always there");
             let remaining = deadline.saturating_duration_since(Instant::now());
-            match self.events.recv_timeout(remaining) {
-                Ok(Event::Exited(status)) => return end_of(status),
-                Ok(Event::OutputClosed) => self.output_closed = true,
-                Ok(Event::Interrupt(signal)) => return self.stop(End::Interrupted(signal)),
-                Err(RecvTimeoutError::Timeout) => return self.stop(End::TimedOut),
+            match self.signals.recv_timeout(remaining) {
+                Ok(Signal::Exited(status)) => return end_of(status),
+                Ok(Signal::OutputClosed) => self.output_closed = true,
+                Ok(Signal::Interrupt(signal)) => return self.stop(End::Interrupted(signal)),
+                Ok(Signal::FinalAnswer) => {
+                    linger_deadline = limits.result_grace.map(|grace| Instant::now() + grace);
+                }
+                Ok(Signal::ContextFull(tokens)) => return self.stop(End::Handoff(tokens)),
+                Ok(Signal::OverBudget(tokens)) => return self.stop(End::OverBudget(tokens)),
+                Err(RecvTimeoutError::Timeout) => {
+                    // The idle deadline moves with output: only a deadline that still holds stops.
+                    if why == End::IdleTimedOut {
+                        let idle_deadline = limits.idle.map(|idle| {
+                            started
+                                + Duration::from_millis(last_output.load(Ordering::Relaxed))
+                                + idle
+                        });
+                        if idle_deadline.is_some_and(|d| d > Instant::now()) {
+                            continue;
+                        }
+                    }
+                    return self.stop(why);
+                }
                 Err(RecvTimeoutError::Disconnected) => return End::Exited(-1),
             }
         }
@@ -498,20 +671,20 @@ impl Supervisor {
         let deadline = Instant::now() + self.grace;
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
-            match self.events.recv_timeout(remaining) {
-                Ok(Event::Exited(_)) => return why,
-                Ok(Event::OutputClosed) => self.output_closed = true,
-                Ok(Event::Interrupt(_)) => {}
+            match self.signals.recv_timeout(remaining) {
+                Ok(Signal::Exited(_)) => return why,
+                Ok(Signal::OutputClosed) => self.output_closed = true,
+                Ok(_) => {}
                 Err(RecvTimeoutError::Timeout) => break,
                 Err(RecvTimeoutError::Disconnected) => return why,
             }
         }
         signal_group(self.pgid, libc::SIGKILL);
         loop {
-            match self.events.recv() {
-                Ok(Event::Exited(_)) | Err(_) => return why,
-                Ok(Event::OutputClosed) => self.output_closed = true,
-                Ok(Event::Interrupt(_)) => {}
+            match self.signals.recv() {
+                Ok(Signal::Exited(_)) | Err(_) => return why,
+                Ok(Signal::OutputClosed) => self.output_closed = true,
+                Ok(_) => {}
             }
         }
     }
@@ -530,8 +703,8 @@ impl Supervisor {
         let deadline = Instant::now() + limit;
         while !self.output_closed {
             let remaining = deadline.saturating_duration_since(Instant::now());
-            match self.events.recv_timeout(remaining) {
-                Ok(Event::OutputClosed) => self.output_closed = true,
+            match self.signals.recv_timeout(remaining) {
+                Ok(Signal::OutputClosed) => self.output_closed = true,
                 Ok(_) => {}
                 Err(_) => return,
             }
@@ -633,9 +806,9 @@ mod tests {
         );
         let summary = read_all(OutputFormat::ClaudeStreamJson, &[fixture.as_bytes()]);
         assert!(summary.found(0));
-        assert_eq!(summary.turns, Some(2));
-        assert_eq!(summary.tokens, Some(39124));
-        assert_eq!(summary.cost_usd, Some(0.19706));
+        assert_eq!(summary.usage.turns, Some(2));
+        assert_eq!(summary.usage.total_tokens(), Some(39124));
+        assert_eq!(summary.usage.cost_usd, Some(0.19706));
         assert_eq!(
             summary.entries,
             vec![(Tag::Trick, "use the Write tool".into())]

@@ -1,0 +1,82 @@
+//! Claude Code's `-p --output-format stream-json --verbose`: one JSON event a line. `assistant`
+//! events carry the assistant's text, tool uses and `message.usage`; the final `result` event
+//! holds the answer, `num_turns`, `total_cost_usd` and the total `usage`.
+
+use serde_json::Value;
+
+use super::{json, lines_of, says_rate_limited, Event, Parser, Usage};
+
+/// Claude Code's stream-json.
+#[derive(Debug, Default)]
+pub struct Claude;
+
+fn count(value: &Value, key: &str) -> Option<u64> {
+    value.get(key).and_then(Value::as_u64)
+}
+
+impl Parser for Claude {
+    fn line(&mut self, line: &str, events: &mut Vec<Event>) {
+        let Some(event) = json(line) else {
+            if !line.trim().is_empty() {
+                events.push(Event::Other(line.to_string()));
+            }
+            return;
+        };
+        match event.get("type").and_then(Value::as_str) {
+            Some("assistant") => {
+                let message = event.get("message").cloned().unwrap_or(Value::Null);
+                for item in message
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    match item.get("type").and_then(Value::as_str) {
+                        Some("text") => {
+                            let text = item.get("text").and_then(Value::as_str).unwrap_or("");
+                            lines_of(text, Event::Text, events);
+                        }
+                        Some("tool_use") => {
+                            let name = item.get("name").and_then(Value::as_str).unwrap_or("tool");
+                            events.push(Event::Action(name.to_string()));
+                        }
+                        _ => {}
+                    }
+                }
+                // The context the model saw for this message: new input plus the cached prefix.
+                if let Some(usage) = message.get("usage") {
+                    let context = [
+                        "input_tokens",
+                        "cache_creation_input_tokens",
+                        "cache_read_input_tokens",
+                    ]
+                    .iter()
+                    .filter_map(|key| count(usage, key))
+                    .sum::<u64>();
+                    if context > 0 {
+                        events.push(Event::Context(context));
+                    }
+                }
+            }
+            Some("result") => {
+                let answer = event.get("result").and_then(Value::as_str).unwrap_or("");
+                if event.get("is_error").and_then(Value::as_bool) == Some(true)
+                    && says_rate_limited(answer)
+                {
+                    events.push(Event::RateLimited(answer.to_string()));
+                }
+                events.push(Event::Final(answer.to_string()));
+                let usage = event.get("usage").cloned().unwrap_or(Value::Null);
+                events.push(Event::Usage(Usage {
+                    turns: count(&event, "num_turns"),
+                    input_tokens: count(&usage, "input_tokens"),
+                    output_tokens: count(&usage, "output_tokens"),
+                    cache_creation_tokens: count(&usage, "cache_creation_input_tokens"),
+                    cache_read_tokens: count(&usage, "cache_read_input_tokens"),
+                    cost_usd: event.get("total_cost_usd").and_then(Value::as_f64),
+                }));
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! The shapes of agents' output. Each format turns one line of output into [`Event`]s: the
+//! assistant's words, the final answer, usage, the context size, rate limits. The reader in
+//! `agent` does the rest (bounded tail, memory entries, markers), whatever the format.
+
+mod claude;
+mod text;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::OutputFormat;
+
+/// What one line of an agent's output means to the harness.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A line of the assistant's own words: kept in the tail for the notes and searched for
+    /// memory entries (and, for plain-text agents, for markers).
+    Text(String),
+    /// Output that is not the assistant's words (stderr, tool output): kept in the tail only.
+    Other(String),
+    /// The final answer: markers (the promise, verdicts) are counted in it alone.
+    Final(String),
+    /// Usage of the whole invocation so far; a field left `None` keeps its earlier value.
+    Usage(Usage),
+    /// The size of the model's context now, in tokens (for the context handoff).
+    Context(u64),
+    /// The tool or action the agent just started, for progress lines.
+    Action(String),
+    /// The agent says it hit a rate or usage limit (the text it printed).
+    RateLimited(String),
+}
+
+/// Usage of one invocation, as far as the agent reports it (`None`: not reported).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Turns (model round trips).
+    #[serde(default)]
+    pub turns: Option<u64>,
+    /// Input tokens, not counting cache reads and writes.
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    /// Output tokens.
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+    /// Input tokens written to the cache.
+    #[serde(default)]
+    pub cache_creation_tokens: Option<u64>,
+    /// Input tokens read from the cache.
+    #[serde(default)]
+    pub cache_read_tokens: Option<u64>,
+    /// Cost in USD as the agent reports it.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+}
+
+impl Usage {
+    /// Takes every field `newer` knows.
+    pub fn update(&mut self, newer: &Usage) {
+        fn take<T: Copy>(field: &mut Option<T>, newer: Option<T>) {
+            if newer.is_some() {
+                *field = newer;
+            }
+        }
+        take(&mut self.turns, newer.turns);
+        take(&mut self.input_tokens, newer.input_tokens);
+        take(&mut self.output_tokens, newer.output_tokens);
+        take(&mut self.cache_creation_tokens, newer.cache_creation_tokens);
+        take(&mut self.cache_read_tokens, newer.cache_read_tokens);
+        take(&mut self.cost_usd, newer.cost_usd);
+    }
+
+    /// All tokens (input, output and cache), or `None` when none are known.
+    pub fn total_tokens(&self) -> Option<u64> {
+        let known: Vec<u64> = [
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_creation_tokens,
+            self.cache_read_tokens,
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!known.is_empty()).then(|| known.iter().sum())
+    }
+}
+
+/// Turns lines of one agent's output into events. Stateful: a format may sum over lines.
+pub trait Parser: Send {
+    /// One line, without its newline.
+    fn line(&mut self, line: &str, events: &mut Vec<Event>);
+
+    /// Whether the whole readable output is the answer (plain text) rather than one final event.
+    fn text_is_answer(&self) -> bool {
+        false
+    }
+}
+
+/// The parser of `format`.
+pub fn parser_for(format: OutputFormat) -> Box<dyn Parser> {
+    match format {
+        OutputFormat::Text => Box::new(text::Text),
+        OutputFormat::ClaudeStreamJson => Box::<claude::Claude>::default(),
+    }
+}
+
+/// A JSON line, or `None` for anything else (stderr, a banner).
+pub(crate) fn json(line: &str) -> Option<serde_json::Value> {
+    let line = line.trim();
+    if !line.starts_with('{') {
+        return None;
+    }
+    serde_json::from_str(line).ok()
+}
+
+/// The lines of `text` as events of kind `kind`.
+pub(crate) fn lines_of(text: &str, kind: fn(String) -> Event, events: &mut Vec<Event>) {
+    events.extend(text.lines().map(|line| kind(line.to_string())));
+}
+
+/// The texts that mean a rate or usage limit in an agent's words.
+const LIMIT_SIGNS: [&str; 5] = [
+    "usage limit reached",
+    "rate limit",
+    "rate_limit",
+    "429 too many requests",
+    "status 429",
+];
+
+/// Whether `text` says the agent hit a rate or usage limit.
+pub fn says_rate_limited(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    LIMIT_SIGNS.iter().any(|sign| lower.contains(sign))
+}

@@ -1,0 +1,292 @@
+//! Budgets: per feature and per mission, at most so many tokens, dollars (where the cost is
+//! known) and seconds of agent time. Checked before each invocation, and live during one (the
+//! tokens the stream reports, the time): running out stops with exit 2, naming the budget.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::layout::StateDir;
+use crate::run_state::{Attempt, RunState};
+
+/// `budgets:` in config.yaml.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budgets {
+    /// What one feature may spend, over all its attempts.
+    #[serde(default)]
+    pub feature: Option<Budget>,
+    /// What the whole mission may spend, over every feature.
+    #[serde(default)]
+    pub mission: Option<Budget>,
+}
+
+/// One budget; at least one limit must be given.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    /// Tokens of every kind, as the agents report them.
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    /// USD, reported or estimated (attempts of unknown cost do not count).
+    #[serde(default)]
+    pub max_cost_usd: Option<f64>,
+    /// Seconds the agents ran.
+    #[serde(default)]
+    pub max_wall_secs: Option<u64>,
+}
+
+impl Budgets {
+    /// Checks the settings: each budget given has a limit, every limit is positive.
+    pub fn check(&self) -> Result<(), String> {
+        for (scope, budget) in [("feature", &self.feature), ("mission", &self.mission)] {
+            let Some(budget) = budget else { continue };
+            if budget.max_tokens.is_none()
+                && budget.max_cost_usd.is_none()
+                && budget.max_wall_secs.is_none()
+            {
+                return Err(format!(
+                    "budgets.{scope} sets no limit: give max_tokens, max_cost_usd or max_wall_secs"
+                ));
+            }
+            if budget.max_tokens == Some(0) || budget.max_wall_secs == Some(0) {
+                return Err(format!("budgets.{scope}: a limit must be more than 0"));
+            }
+            if let Some(cost) = budget.max_cost_usd {
+                if !(cost > 0.0 && cost.is_finite()) {
+                    return Err(format!(
+                        "budgets.{scope}.max_cost_usd must be a positive number of USD"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What has been spent.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Spent {
+    /// Tokens.
+    pub tokens: u64,
+    /// USD of the attempts whose cost is known.
+    pub cost_usd: f64,
+    /// Seconds of agent time.
+    pub wall_secs: u64,
+}
+
+impl Spent {
+    /// What `attempts` spent.
+    pub fn of(attempts: &[Attempt]) -> Self {
+        attempts
+            .iter()
+            .fold(Spent::default(), |spent, attempt| Spent {
+                tokens: spent.tokens + attempt.tokens.unwrap_or(0),
+                cost_usd: spent.cost_usd + attempt.cost_usd.unwrap_or(0.0),
+                wall_secs: spent.wall_secs
+                    + attempt
+                        .ended_at
+                        .map(|end| (end - attempt.started_at).num_seconds().max(0) as u64)
+                        .unwrap_or(0),
+            })
+    }
+
+    fn add(self, other: Spent) -> Spent {
+        Spent {
+            tokens: self.tokens + other.tokens,
+            cost_usd: self.cost_usd + other.cost_usd,
+            wall_secs: self.wall_secs + other.wall_secs,
+        }
+    }
+}
+
+/// What the whole mission spent: every feature's run state under `runs/`.
+pub fn mission_spent(state: &StateDir) -> Spent {
+    let Ok(entries) = std::fs::read_dir(state.runs_dir()) else {
+        return Spent::default();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            RunState::load(&entry.path().join("state.json"))
+                .ok()
+                .flatten()
+        })
+        .fold(Spent::default(), |spent, run| {
+            spent.add(Spent::of(&run.attempts))
+        })
+}
+
+/// A budget that ran out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exceeded {
+    /// `feature` or `mission`.
+    pub scope: &'static str,
+    /// `max_tokens`, `max_cost_usd` or `max_wall_secs`.
+    pub limit: &'static str,
+    /// The limit, in words.
+    pub allowed: String,
+    /// What was spent, in words.
+    pub spent: String,
+}
+
+impl fmt::Display for Exceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the {} budget budgets.{}.{} ({}) is used up: {} spent",
+            self.scope, self.scope, self.limit, self.allowed, self.spent
+        )
+    }
+}
+
+/// What the budgets leave for the next invocation.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Remaining {
+    /// Tokens it may use.
+    pub tokens: Option<u64>,
+    /// Time it may run.
+    pub wall: Option<Duration>,
+}
+
+/// Checks what was spent against the budgets: the first one used up, or what is left.
+pub fn remaining(budgets: &Budgets, feature: Spent, mission: Spent) -> Result<Remaining, Exceeded> {
+    let mut left = Remaining::default();
+    for (scope, budget, spent) in [
+        ("feature", &budgets.feature, feature),
+        ("mission", &budgets.mission, mission),
+    ] {
+        let Some(budget) = budget else { continue };
+        if let Some(max) = budget.max_tokens {
+            if spent.tokens >= max {
+                return Err(Exceeded {
+                    scope,
+                    limit: "max_tokens",
+                    allowed: format!("{max} tokens"),
+                    spent: format!("{} tokens", spent.tokens),
+                });
+            }
+            left.tokens = Some(
+                left.tokens
+                    .map_or(max - spent.tokens, |t| t.min(max - spent.tokens)),
+            );
+        }
+        if let Some(max) = budget.max_cost_usd {
+            if spent.cost_usd >= max {
+                return Err(Exceeded {
+                    scope,
+                    limit: "max_cost_usd",
+                    allowed: format!("${max:.2}"),
+                    spent: format!("${:.2}", spent.cost_usd),
+                });
+            }
+        }
+        if let Some(max) = budget.max_wall_secs {
+            if spent.wall_secs >= max {
+                return Err(Exceeded {
+                    scope,
+                    limit: "max_wall_secs",
+                    allowed: format!("{max} s"),
+                    spent: format!("{} s", spent.wall_secs),
+                });
+            }
+            let wall = Duration::from_secs(max - spent.wall_secs);
+            left.wall = Some(left.wall.map_or(wall, |w| w.min(wall)));
+        }
+    }
+    Ok(left)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budgets(feature: Budget, mission: Budget) -> Budgets {
+        Budgets {
+            feature: Some(feature),
+            mission: Some(mission),
+        }
+    }
+
+    #[test]
+    fn the_tightest_budget_is_what_is_left() {
+        let b = budgets(
+            Budget {
+                max_tokens: Some(1000),
+                max_wall_secs: Some(600),
+                ..Budget::default()
+            },
+            Budget {
+                max_tokens: Some(5000),
+                max_wall_secs: Some(100),
+                ..Budget::default()
+            },
+        );
+        let feature = Spent {
+            tokens: 400,
+            cost_usd: 0.0,
+            wall_secs: 10,
+        };
+        let mission = Spent {
+            tokens: 4800,
+            cost_usd: 0.0,
+            wall_secs: 50,
+        };
+        let left = remaining(&b, feature, mission).unwrap();
+        assert_eq!(left.tokens, Some(200));
+        assert_eq!(left.wall, Some(Duration::from_secs(50)));
+    }
+
+    #[test]
+    fn a_used_up_budget_is_named() {
+        let b = Budgets {
+            feature: None,
+            mission: Some(Budget {
+                max_cost_usd: Some(5.0),
+                ..Budget::default()
+            }),
+        };
+        let spent = Spent {
+            tokens: 0,
+            cost_usd: 5.5,
+            wall_secs: 0,
+        };
+        let error = remaining(&b, Spent::default(), spent).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the mission budget budgets.mission.max_cost_usd ($5.00) is used up: $5.50 spent"
+        );
+    }
+
+    #[test]
+    fn incomplete_or_silly_settings_are_refused() {
+        assert!(Budgets {
+            feature: Some(Budget::default()),
+            mission: None
+        }
+        .check()
+        .is_err());
+        let zero = Budget {
+            max_tokens: Some(0),
+            ..Budget::default()
+        };
+        assert!(Budgets {
+            feature: Some(zero),
+            mission: None
+        }
+        .check()
+        .is_err());
+        let negative = Budget {
+            max_cost_usd: Some(-1.0),
+            ..Budget::default()
+        };
+        assert!(Budgets {
+            feature: None,
+            mission: Some(negative)
+        }
+        .check()
+        .is_err());
+        assert!(Budgets::default().check().is_ok());
+    }
+}
