@@ -23,6 +23,8 @@ Commands:
                      (never touching features that are done, started or edited by hand)
   replan <FEATURE>   re-break a failed feature into smaller ones (<FEATURE>.1, .2, ...)
   status             the status board: one line per feature and the mission's totals
+  explain <FEATURE>  print the exact prompt the next invocation would get (--role worker|validator),
+                     with the estimated tokens of each layer; runs nothing
   <FEATURE>          run the Ralph loop on one feature (e.g. F-001): worker iterations until the
                      agent delivers the promise, then the validator (unless validate: false);
                      a rejection goes back to the worker. Stops when the feature is done or a
@@ -40,7 +42,7 @@ Options (before or after the command):
   -q, --quiet        do not copy the agent's output to the terminal (it still goes to output.log)
   -h, --help         show this help
 
-Coming with later versions: curate, explain, report.
+Coming with later versions: curate, report.
 
 Exit codes: 0 done (for `all`: every feature done); 1 usage, configuration or input error, or a
 rejected plan; 2 stopped by a guardrail (max_iterations); 3 blocked or failed for good (for `all`:
@@ -96,6 +98,37 @@ next_run_id() {
   done
 }
 
+# The role binary or run.sh now running on our behalf, to pass an interrupt on to.
+CHILDREN=()
+INTERRUPTED=''
+
+# Ctrl-C or SIGTERM on run.sh reaches the running children as SIGTERM: they stop their agents
+# and leave the state resumable. (Children started in the background ignore SIGINT, hence TERM.)
+forward_interrupt() {
+  local pid
+  INTERRUPTED=1
+  for pid in ${CHILDREN[@]+"${CHILDREN[@]}"}; do
+    kill -s TERM "$pid" 2>/dev/null || true
+  done
+}
+trap forward_interrupt INT TERM
+
+# Runs a command as a child that forward_interrupt can reach; returns its exit status.
+run_child() {
+  local pid rc=0
+  "$@" 9>&- &
+  pid=$!
+  CHILDREN=("$pid")
+  # `wait` returns early when a trapped signal arrives; wait again until the child has ended.
+  while :; do
+    rc=0
+    wait "$pid" || rc=$?
+    kill -0 "$pid" 2>/dev/null || break
+  done
+  CHILDREN=()
+  return "$rc"
+}
+
 cmd_init() {
   find_binaries
   "$WORKER" init -C "$WORKDIR"
@@ -131,14 +164,14 @@ cmd_feature() {
     next_run_id worker "$feature"
     export HARNESS_RUN_ID=$RUN_ID
     rc=0
-    "$WORKER" --feature "$feature" -C "$agent_dir" --state-dir "$STATE_DIR" --run-id "$RUN_ID" \
-      ${flags[@]+"${flags[@]}"} 9>&- || rc=$?
+    run_child "$WORKER" --feature "$feature" -C "$agent_dir" --state-dir "$STATE_DIR" \
+      --run-id "$RUN_ID" ${flags[@]+"${flags[@]}"} || rc=$?
     if [[ $rc -eq $EXIT_PROVISIONAL ]]; then
       next_run_id validator "$feature"
       export HARNESS_RUN_ID=$RUN_ID
       rc=0
-      "$VALIDATOR" --feature "$feature" -C "$agent_dir" --state-dir "$STATE_DIR" --run-id "$RUN_ID" \
-        ${QUIET:+--quiet} 9>&- || rc=$?
+      run_child "$VALIDATOR" --feature "$feature" -C "$agent_dir" --state-dir "$STATE_DIR" \
+        --run-id "$RUN_ID" ${QUIET:+--quiet} || rc=$?
     fi
     [[ $rc -eq $EXIT_CONTINUE ]] || break
   done
@@ -146,12 +179,14 @@ cmd_feature() {
 }
 
 # Runs one feature as its own run.sh process (its own lock; its own worktree when parallel).
+# Always started in the background, as its own process: the exec makes that process run.sh
+# itself, so that an interrupt passed on to it reaches run.sh and not a subshell.
 run_one() {
   local -a flags=()
   [[ -n $QUIET || $PARALLEL -gt 1 ]] && flags+=(--quiet)
   [[ $PARALLEL -gt 1 ]] && flags+=(--worktree)
   [[ -n $MAX_ITERATIONS ]] && flags+=(--max-iterations "$MAX_ITERATIONS")
-  "${BASH_SOURCE[0]}" -C "$WORKDIR" "${flags[@]}" "$1"
+  exec "${BASH_SOURCE[0]}" -C "$WORKDIR" "${flags[@]}" "$1"
 }
 
 # Every feature that is not done, in dependency order, up to PARALLEL at once; a feature whose
@@ -167,7 +202,7 @@ cmd_all() {
   local feature next pid rc
   while :; do
     ready=()
-    if [[ ${#running[@]} -lt $PARALLEL ]]; then
+    if [[ -z $INTERRUPTED && ${#running[@]} -lt $PARALLEL ]]; then
       exclude=()
       for feature in ${tried[@]+"${tried[@]}"}; do exclude+=(--exclude "$feature"); done
       next=$("$PLANNER" next -C "$WORKDIR" --limit "$((PARALLEL - ${#running[@]}))" \
@@ -179,11 +214,12 @@ cmd_all() {
       printf '\n== %s\n' "$feature" >&2
       if [[ $PARALLEL -eq 1 ]]; then
         rc=0
-        run_one "$feature" || rc=$?
+        run_child run_one "$feature" || rc=$?
         [[ $rc -eq 130 ]] && exit 130
       else
         run_one "$feature" &
         running[$!]=$feature
+        CHILDREN=("${!running[@]}")
       fi
     done
     if [[ ${#running[@]} -eq 0 ]]; then
@@ -191,20 +227,24 @@ cmd_all() {
       continue
     fi
     rc=0
+    pid=''
     wait -n -p pid || rc=$?
+    [[ -n $pid && -n ${running[$pid]+set} ]] || continue # interrupted: wait again
     feature=${running[$pid]}
     unset "running[$pid]"
+    CHILDREN=(${running[@]+"${!running[@]}"})
     printf '== %s ended (exit %s)\n' "$feature" "$rc" >&2
     if [[ $rc -eq 130 ]]; then
-      wait
-      exit 130
+      INTERRUPTED=1
+      forward_interrupt
     fi
   done
+  [[ -z $INTERRUPTED ]] || exit 130
   "$PLANNER" outcome -C "$WORKDIR"
 }
 
 main() {
-  WORKDIR=. MAX_ITERATIONS='' QUIET='' WORKTREE='' PARALLEL=1 JSON=''
+  WORKDIR=. MAX_ITERATIONS='' QUIET='' WORKTREE='' PARALLEL=1 JSON='' ROLE=''
   local -a positional=()
   while [[ $# -gt 0 ]]; do
     case $1 in
@@ -223,6 +263,11 @@ main() {
       -q | --quiet) QUIET=1; shift ;;
       --worktree) WORKTREE=1; shift ;;
       --json) JSON=1; shift ;;
+      --role)
+        [[ $# -ge 2 ]] || die "--role needs worker or validator"
+        ROLE=$2
+        shift 2
+        ;;
       --parallel)
         [[ $# -ge 2 ]] || die "--parallel needs a number"
         PARALLEL=$2
@@ -265,7 +310,12 @@ main() {
       find_binaries
       "$PLANNER" status -C "$WORKDIR" ${JSON:+--json}
       ;;
-    curate | explain | report)
+    explain)
+      [[ ${#positional[@]} -eq 2 ]] || die "explain needs one feature: ./run.sh explain <FEATURE> [--role worker|validator]"
+      find_binaries
+      "$WORKER" explain -C "$WORKDIR" --feature "${positional[1]}" --role "${ROLE:-worker}"
+      ;;
+    curate | report)
       die "'$command' is not available in this version of the harness" "run one feature with \`./run.sh <FEATURE>\`"
       ;;
     *)

@@ -4,6 +4,7 @@
 mod agent_io;
 mod bad_input;
 mod demo;
+mod guardrails;
 mod init;
 mod mission;
 mod planner;

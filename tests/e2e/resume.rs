@@ -139,9 +139,7 @@ fn ctrl_c_stops_the_agent_and_leaves_the_feature_resumable() {
     let state = project.state("F-001");
     assert_eq!(state["status"], "pending");
     assert_eq!(state["attempts"][0]["outcome"], "interrupted");
-    assert!(project
-        .read_state("raw.md")
-        .contains("interrupted by SIGINT"));
+    assert!(project.read_state("raw.md").contains("interrupted by SIG"));
 
     // The agent's background child went with it.
     assert!(

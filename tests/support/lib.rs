@@ -14,8 +14,8 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The directory of the built binaries (`target/debug`), checked to be newer than the sources, so
-/// a test never passes against a stale build.
+/// The directory of the built binaries (`target/debug`), checked against cargo's own record of
+/// their sources (the `.d` files beside them), so a test never passes against a stale build.
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe
@@ -23,12 +23,7 @@ pub fn bin_dir() -> PathBuf {
         .and_then(Path::parent)
         .expect("target/<profile>/deps/<test>")
         .to_path_buf();
-    for (name, crates) in [
-        ("worker", &["worker", "cli", "harness-core"][..]),
-        ("validator", &["validator", "cli", "harness-core"][..]),
-        ("planner", &["planner", "cli", "harness-core"][..]),
-        ("scripted-agent", &["scripted-agent"][..]),
-    ] {
+    for name in ["worker", "validator", "planner", "scripted-agent"] {
         let binary = dir.join(name);
         let built = std::fs::metadata(&binary)
             .and_then(|m| m.modified())
@@ -38,25 +33,32 @@ pub fn bin_dir() -> PathBuf {
                     binary.display()
                 )
             });
-        let newest = newest_source(crates);
-        assert!(
-            built >= newest,
-            "{} is older than the sources: run `make test` (or `cargo build --workspace` first)",
-            binary.display()
-        );
+        if let Some(source) = newer_source(&dir.join(format!("{name}.d")), built) {
+            panic!(
+                "{} is older than {}: run `make test` (or `cargo build --workspace` first)",
+                binary.display(),
+                source.display()
+            );
+        }
     }
     dir
 }
 
-/// The newest modification time of the `src/` files of `crates`.
-fn newest_source(crates: &[&str]) -> SystemTime {
-    crates
-        .iter()
-        .flat_map(|name| walkdir::WalkDir::new(repo_root().join("crates").join(name).join("src")))
-        .filter_map(Result::ok)
-        .filter_map(|e| e.metadata().ok()?.modified().ok())
-        .max()
-        .unwrap_or(SystemTime::UNIX_EPOCH)
+/// A source listed in the dep-info file `deps` that changed after `built`, if any.
+fn newer_source(deps: &Path, built: SystemTime) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(deps).ok()?;
+    let (_, sources) = text.lines().next()?.split_once(": ")?;
+    // Paths are separated by spaces; a space inside a path is escaped as `\ `.
+    let escaped = sources.replace("\\ ", "\u{0}");
+    escaped
+        .split(' ')
+        .filter(|path| !path.is_empty())
+        .map(|path| PathBuf::from(path.replace('\u{0}', " ")))
+        .find(|path| {
+            std::fs::metadata(path)
+                .and_then(|m| m.modified())
+                .is_ok_and(|modified| modified > built)
+        })
 }
 
 /// A temporary project, initialised with `./run.sh init`, inside a git repository with one commit.

@@ -83,6 +83,16 @@ pub fn fingerprint(workdir: &Path) -> Option<u64> {
     ] {
         git(workdir, args).map(|(_, out)| out).hash(&mut hasher);
     }
+    // The diff does not see inside untracked files: their size and time stand for their content.
+    if let Some((_, untracked)) = git(workdir, &["ls-files", "--others", "--exclude-standard"]) {
+        for path in untracked.lines() {
+            path.hash(&mut hasher);
+            if let Ok(meta) = std::fs::metadata(workdir.join(path)) {
+                meta.len().hash(&mut hasher);
+                meta.modified().ok().hash(&mut hasher);
+            }
+        }
+    }
     Some(hasher.finish())
 }
 

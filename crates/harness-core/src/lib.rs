@@ -8,6 +8,7 @@ pub mod budget;
 pub mod config;
 pub mod error;
 pub mod exit_codes;
+pub mod explain;
 pub mod features;
 pub mod git;
 pub mod init;

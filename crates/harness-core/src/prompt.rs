@@ -125,6 +125,26 @@ impl Prompt {
     pub fn render(&self) -> String {
         join_sections(&self.sections)
     }
+
+    /// Each layer's name (its first line, without the heading marks) and estimated tokens.
+    pub fn layer_sizes(&self) -> Vec<(String, usize)> {
+        self.sections
+            .iter()
+            .filter(|section| !section.trim().is_empty())
+            .map(|section| {
+                let first = section.trim().lines().next().unwrap_or("");
+                let name = first.trim_start_matches('#').trim();
+                let name: String = name.chars().take(60).collect();
+                (name, estimate_tokens(section))
+            })
+            .collect()
+    }
+}
+
+/// Estimated tokens of `text`: one per four characters, rounded up — the usual rule of thumb
+/// for English and code with current tokenizers; good enough for budgets of prompt layers.
+pub fn estimate_tokens(text: &str) -> usize {
+    text.chars().count().div_ceil(4)
 }
 
 /// Everything the worker's prompt is made of.
@@ -153,15 +173,19 @@ pub struct WorkerPrompt<'a> {
 impl WorkerPrompt<'_> {
     /// The whole prompt text.
     pub fn render(&self) -> String {
-        let prompt = Prompt::new(self.runtime, self.role)
+        let prompt = self.build().render();
+        debug_assert!(!prompt.contains(&completion_tag(self.promise)));
+        prompt
+    }
+
+    /// The prompt in its layers.
+    pub fn build(&self) -> Prompt {
+        Prompt::new(self.runtime, self.role)
             .identity(Role::Worker, self.identity)
             .untrusted(&feature_spec(self.feature))
             .harness_words(&self.continuation())
             .notes(self.notes)
             .memory(self.summary)
-            .render();
-        debug_assert!(!prompt.contains(&completion_tag(self.promise)));
-        prompt
     }
 
     /// The continuation block (seed 001): objective, iteration count, the promise, and the
@@ -323,6 +347,26 @@ mod tests {
         assert!(text.contains(
             "`<promise>`, then the word TASK_COMPLETE, then the closing tag `</promise>`"
         ));
+    }
+
+    #[test]
+    fn layers_are_named_and_sized() {
+        let runtime = runtime();
+        let prompt = Prompt::new(&runtime, "# Role: worker\nWork.")
+            .untrusted("## Feature F-023: Sign-up form\nx")
+            .memory(Some("- a lesson"));
+        let names: Vec<String> = prompt.layer_sizes().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(
+            names,
+            [
+                "Runtime context",
+                "Role: worker",
+                "Feature F-023: Sign-up form",
+                "Memory (curated from prior iterations of this run)"
+            ]
+        );
+        assert_eq!(estimate_tokens("abcdefgh"), 2);
+        assert_eq!(estimate_tokens("abcdefghi"), 3);
     }
 
     #[test]

@@ -162,7 +162,8 @@ impl Attempt {
         };
         let usage = UsageRecord::of(&run.output, prices);
         self.turns = usage.turns;
-        self.tokens = usage.total_tokens;
+        // An agent stopped before it reported its usage still used at least its context.
+        self.tokens = usage.total_tokens.or(usage.context_tokens);
         self.cost_usd = usage.cost_usd;
         self.usage = Some(usage);
         self.output_bytes = run.output.bytes;

@@ -116,16 +116,7 @@ pub fn open(request: &FeatureRequest, role: Role) -> anyhow::Result<Session> {
         role,
         request.path_var.as_deref(),
     )?;
-    let role_prompt_path = request.home.role_prompt(role);
-    let role_prompt = memory::read_layer(&role_prompt_path)
-        .with_context(|| format!("cannot read {}", role_prompt_path.display()))?
-        .ok_or_else(|| {
-            InputError::in_file(
-                &role_prompt_path,
-                format!("the {role}'s role prompt is missing or empty"),
-            )
-            .with_hint("set HARNESS_HOME to the harness install (the directory with run.sh)")
-        })?;
+    let role_prompt = read_role_prompt(&request.home, role)?;
 
     let started_at = time::now();
     let id = &inputs.feature.id;
@@ -273,14 +264,43 @@ impl Session {
 
     /// Reads the role's identity, the feature's notes and summary.md.
     pub fn layers(&self, request: &FeatureRequest) -> anyhow::Result<Layers> {
-        Ok(Layers {
-            identity: memory::read_memory_layer(&request.home.identity(self.role))
-                .with_context(|| format!("cannot read the {}'s identity file", self.role))?,
-            notes: notes_with_parent(&request.state, &self.inputs.feature.id)?,
-            summary: memory::read_memory_layer(&request.state.summary())
-                .context("cannot read summary.md")?,
-        })
+        read_layers(
+            &request.home,
+            &request.state,
+            &self.inputs.feature.id,
+            self.role,
+        )
     }
+}
+
+/// Reads `role`'s identity, the feature's notes and summary.md (no lock needed: each is
+/// written atomically).
+pub fn read_layers(
+    home: &HarnessHome,
+    state: &StateDir,
+    feature: &FeatureId,
+    role: Role,
+) -> anyhow::Result<Layers> {
+    Ok(Layers {
+        identity: memory::read_memory_layer(&home.identity(role))
+            .with_context(|| format!("cannot read the {role}'s identity file"))?,
+        notes: notes_with_parent(state, feature)?,
+        summary: memory::read_memory_layer(&state.summary()).context("cannot read summary.md")?,
+    })
+}
+
+/// The role's prompt file, which must exist.
+pub fn read_role_prompt(home: &HarnessHome, role: Role) -> anyhow::Result<String> {
+    let path = home.role_prompt(role);
+    Ok(memory::read_layer(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .ok_or_else(|| {
+            InputError::in_file(
+                &path,
+                format!("the {role}'s role prompt is missing or empty"),
+            )
+            .with_hint("set HARNESS_HOME to the harness install (the directory with run.sh)")
+        })?)
 }
 
 /// The feature's notes, preceded by those of the failed feature it re-breaks (`F-007` for

@@ -9,14 +9,15 @@ use crate::agent::End;
 use crate::config::AgentConfig;
 use crate::error::InputError;
 use crate::exit_codes;
+use crate::features::Feature;
 use crate::invoke::{self, RoleInvocation};
 use crate::memory;
 use crate::notes;
-use crate::prompt::{feature_spec, Prompt};
+use crate::prompt::{feature_spec, Prompt, RuntimeContext};
 use crate::ralph::{describe_end, outcome_of, RoleReport};
 use crate::role::Role;
 use crate::run_state::{Outcome, Status};
-use crate::session::{self, FeatureRequest};
+use crate::session::{self, FeatureRequest, Layers};
 use crate::time::{self, Timestamp};
 use crate::worktree;
 
@@ -106,6 +107,31 @@ fn instructions(iteration: u32, max_iterations: u32) -> String {
     )
 }
 
+/// The validator's prompt, in its layers: L0, its role, its identity, the feature's spec, the
+/// worker's claim (the last section of the notes: what it printed last), the task, memory.
+pub fn validator_prompt(
+    runtime: &RuntimeContext,
+    role_prompt: &str,
+    layers: &Layers,
+    feature: &Feature,
+    iteration: u32,
+    max_iterations: u32,
+) -> Prompt {
+    let claim = layers
+        .notes
+        .as_deref()
+        .and_then(|notes| notes.rfind("## Attempt ").map(|at| notes[at..].to_string()));
+    let mut prompt = Prompt::new(runtime, role_prompt)
+        .identity(Role::Validator, layers.identity.as_deref())
+        .untrusted(&feature_spec(feature));
+    if let Some(claim) = &claim {
+        prompt = prompt.untrusted(&format!("## The worker's claim\n\n{}", claim.trim()));
+    }
+    prompt
+        .harness_words(&instructions(iteration, max_iterations))
+        .memory(layers.summary.as_deref())
+}
+
 /// The result.json of one validator invocation.
 #[derive(Debug, Serialize)]
 struct ResultRecord<'a> {
@@ -160,21 +186,15 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
     let layers = session.layers(request)?;
     let iteration = session.state.iteration_count;
     let max = session.state.max_iterations;
-    // The worker's claim: the last section of its notes (what it printed last).
-    let claim = layers
-        .notes
-        .as_deref()
-        .and_then(|notes| notes.rfind("## Attempt ").map(|at| notes[at..].to_string()));
-    let mut prompt = Prompt::new(&runtime, &session.role_prompt)
-        .identity(Role::Validator, layers.identity.as_deref())
-        .untrusted(&feature_spec(&feature));
-    if let Some(claim) = &claim {
-        prompt = prompt.untrusted(&format!("## The worker's claim\n\n{}", claim.trim()));
-    }
-    let prompt = prompt
-        .harness_words(&instructions(iteration, max))
-        .memory(layers.summary.as_deref())
-        .render();
+    let prompt = validator_prompt(
+        &runtime,
+        &session.role_prompt,
+        &layers,
+        &feature,
+        iteration,
+        max,
+    )
+    .render();
 
     let run_dir = state_dir.run_dir(&feature.id, &run_id);
     invoke::save_prompt(&run_dir, &prompt)?;

@@ -53,6 +53,15 @@ enum Command {
         #[command(flatten)]
         feature: FeatureArgs,
     },
+    /// Print the exact prompt the next invocation of a role would get on the feature (stdout),
+    /// and the estimated tokens of each layer (stderr), without running or writing anything.
+    Explain {
+        #[command(flatten)]
+        feature: FeatureArgs,
+        /// The role whose prompt to show.
+        #[arg(long, value_enum, default_value = "worker")]
+        role: ExplainRole,
+    },
     /// For run.sh: take the feature's lock on an inherited file descriptor, on behalf of the
     /// calling process (which keeps it until it closes the descriptor); exit 75 if it is held.
     #[command(hide = true)]
@@ -85,6 +94,7 @@ fn main() -> ExitCode {
         Some(Command::Check { place, feature }) => check(place, &feature),
         Some(Command::Lock { place, feature, fd }) => lock(place, &feature, fd),
         Some(Command::Worktree { feature }) => worktree(&feature),
+        Some(Command::Explain { feature, role }) => explain(&feature, role),
         None => iterate(cli.iteration),
     })
 }
@@ -128,6 +138,24 @@ fn lock(place: Place, feature: &str, fd: i32) -> anyhow::Result<u8> {
         feature.as_str(),
         &holder,
     )?;
+    Ok(exit_codes::DONE)
+}
+
+/// The roles `explain` knows.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ExplainRole {
+    Worker,
+    Validator,
+}
+
+fn explain(args: &FeatureArgs, role: ExplainRole) -> anyhow::Result<u8> {
+    let role = match role {
+        ExplainRole::Worker => Role::Worker,
+        ExplainRole::Validator => Role::Validator,
+    };
+    let explanation = harness_core::explain::explain(&args.request()?, role)?;
+    print!("{}", explanation.prompt);
+    eprint!("\n{}", explanation.table());
     Ok(exit_codes::DONE)
 }
 

@@ -1,0 +1,341 @@
+//! Supervision and guardrails with real timers and the scripted agent: idle and total timers,
+//! lingering after the final answer, grandchildren, the context handoff, budgets, stalls, rate
+//! limits, secrets; and `explain`.
+
+use harness_tests::{code, processes_matching, text, Project};
+
+const ONE_FEATURE: &str = "features:\n  - id: F-001\n    title: Hello\n";
+
+/// A Claude stream-json assistant event whose context is `tokens` tokens.
+fn claude_assistant(tokens: u64) -> String {
+    format!(
+        r#"{{"type":"assistant","message":{{"content":[{{"type":"text","text":"working"}}],"usage":{{"input_tokens":{tokens},"output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}}}}}}"#
+    )
+}
+
+/// A Claude stream-json result event with `answer`.
+fn claude_result(answer: &str) -> String {
+    format!(
+        r#"{{"type":"result","num_turns":1,"result":"{answer}","total_cost_usd":0.01,"usage":{{"input_tokens":10,"output_tokens":5}}}}"#
+    )
+}
+
+fn outcomes(project: &Project) -> Vec<String> {
+    project.state("F-001")["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["outcome"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_silent_agent_is_stopped_by_the_idle_timer() {
+    let project = Project::new(
+        ONE_FEATURE,
+        "steps:\n  - [print: started, hang: true]\n  - [promise: true]\n",
+    );
+    project.config(
+        "timeout_secs: 60\nidle_timeout_secs: 1\nkill_grace_secs: 1\n",
+        "",
+    );
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(outcomes(&project), ["timed_out", "completed"]);
+    assert!(project
+        .prompt("F-001", 2)
+        .contains("agent printed nothing for 1 s and was stopped"));
+}
+
+#[test]
+fn no_grandchild_outlives_the_recorded_end() {
+    let project = Project::new(
+        ONE_FEATURE,
+        "steps:\n  - [spawn: 'sleep 6099; echo late > late.txt', print: 'left a child behind', promise: true]\n",
+    );
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(
+        processes_matching("sleep 6099").is_empty(),
+        "the grandchild survived its agent"
+    );
+}
+
+#[test]
+fn an_agent_lingering_after_its_final_answer_is_stopped_and_its_answer_stands() {
+    let project = Project::new(
+        ONE_FEATURE,
+        &format!(
+            "steps:\n  - [print: '{}', hang: true]\n",
+            claude_result("Done. <promise>TASK_COMPLETE</promise>")
+        ),
+    );
+    project.config(
+        "output_format: claude-stream-json\nresult_grace_secs: 1\nkill_grace_secs: 1\n",
+        "",
+    );
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(outcomes(&project), ["completed"]);
+}
+
+#[test]
+fn a_full_context_hands_off_to_a_fresh_agent() {
+    let project = Project::new(
+        ONE_FEATURE,
+        &format!(
+            "steps:\n  - [print: '{}', hang: true]\n  - [expect_prompt: 'handoff: context', print: '{}']\n",
+            claude_assistant(900),
+            claude_result("<promise>TASK_COMPLETE</promise>")
+        ),
+    );
+    project.config(
+        "output_format: claude-stream-json\ncontext_window: 1000\nhandoff_threshold: 0.5\nkill_grace_secs: 1\n",
+        "",
+    );
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(outcomes(&project), ["handoff", "completed"]);
+    assert_eq!(
+        project.state("F-001")["iteration_count"],
+        2,
+        "a handoff is an iteration"
+    );
+}
+
+#[test]
+fn a_token_budget_stops_the_feature_live_with_exit_2() {
+    let project = Project::new(
+        ONE_FEATURE,
+        &format!(
+            "steps:\n  - [print: '{}', hang: true]\n",
+            claude_assistant(5000)
+        ),
+    );
+    project.config(
+        "output_format: claude-stream-json\nkill_grace_secs: 1\n",
+        "budgets:\n  feature:\n    max_tokens: 1000\n",
+    );
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    assert_eq!(outcomes(&project), ["over_budget"]);
+    // Before the next invocation: refused at once, naming the budget.
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        text(&out.stderr).contains("budgets.feature.max_tokens (1000 tokens) is used up"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(outcomes(&project), ["over_budget"], "nothing ran");
+}
+
+#[test]
+fn a_cost_budget_is_checked_before_each_invocation() {
+    let fixture = harness_tests::repo_root().join("tests/fixtures/claude_stream.jsonl");
+    let project = Project::new(
+        ONE_FEATURE,
+        &format!("steps:\n  - [cat: {:?}]\n", fixture.display().to_string()),
+    );
+    project.config(
+        "output_format: claude-stream-json\n",
+        "budgets:\n  mission:\n    max_cost_usd: 0.1\n",
+    );
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("budgets.mission.max_cost_usd ($0.10) is used up: $0.20 spent"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(outcomes(&project), ["no_promise"]);
+    let usage = &project.state("F-001")["attempts"][0]["usage"];
+    assert_eq!(usage["cost_source"], "reported");
+    assert_eq!(usage["turns"], 2);
+}
+
+#[test]
+fn a_time_budget_stops_a_running_agent() {
+    let project = Project::new(ONE_FEATURE, "steps:\n  - [print: working, hang: true]\n");
+    project.config(
+        "kill_grace_secs: 1\n",
+        "budgets:\n  feature:\n    max_wall_secs: 1\n",
+    );
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    assert_eq!(outcomes(&project), ["over_budget"]);
+    assert!(project
+        .read_state("notes/F-001.md")
+        .contains("the time budget ran out"));
+}
+
+#[test]
+fn a_bad_budget_setting_is_refused_before_any_agent_runs() {
+    let project = Project::new(ONE_FEATURE, "steps:\n  - [promise: true]\n");
+    project.config("", "budgets:\n  feature: {}\n");
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        text(&out.stderr).contains("budgets.feature sets no limit"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!project.state_dir().join("runs").exists());
+}
+
+#[test]
+fn iterations_that_change_nothing_stop_as_stalled() {
+    let project = Project::new(ONE_FEATURE, "steps:\n  - [print: 'thinking about it']\n");
+    project.config("", "stall_iterations: 3\n");
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    let state = project.state("F-001");
+    assert_eq!(state["iteration_count"], 3);
+    assert_eq!(state["status"], "failed");
+    assert!(state["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("stalled: 3 iterations in a row"));
+    assert!(project
+        .read_state("raw.md")
+        .contains("worker F-001 FAIL: F-001 stalled"));
+    assert!(project
+        .read_state("notes/F-001.md")
+        .contains("Stalled: F-001 stalled"));
+}
+
+#[test]
+fn work_in_the_tree_is_not_a_stall() {
+    let project = Project::new(
+        ONE_FEATURE,
+        "steps:\n  - [append: {path: log.txt, content: 'a'}]\n  - [append: {path: log.txt, content: 'b'}]\n  - [append: {path: log.txt, content: 'c'}]\n  - [promise: true]\n",
+    );
+    project.config("", "stall_iterations: 2\n");
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_usage_limit_is_waited_out_without_burning_an_iteration() {
+    let project = Project::new(
+        ONE_FEATURE,
+        "steps:\n  - [print: 'Claude AI usage limit reached|1777000000', exit: 1]\n  - [expect_prompt: 'Iteration 1 of', promise: true]\n",
+    );
+    project.config("", "rate_limit:\n  wait_secs: 0\n  max_waits: 3\n");
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(outcomes(&project), ["rate_limited", "completed"]);
+    assert_eq!(project.state("F-001")["iteration_count"], 1);
+    assert!(
+        text(&out.stderr).contains("hit a rate or usage limit; waiting 0 s"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn secrets_never_reach_the_log_the_notes_or_raw_md() {
+    let project = Project::new(
+        ONE_FEATURE,
+        "steps:\n  - [print: 'key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123', print: 'TRICK: the token is hunter2hunter2hunter2', exit: 1]\n  - [promise: true]\n",
+    );
+    let out = project
+        .command(&["F-001"])
+        .env("MY_SERVICE_TOKEN", "hunter2hunter2hunter2")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let log = std::fs::read_to_string(project.run_dirs("F-001")[0].join("output.log")).unwrap();
+    let prompt = project.prompt("F-001", 2);
+    let raw = project.read_state("raw.md");
+    for (name, text) in [
+        ("output.log", &log),
+        ("notes in the prompt", &prompt),
+        ("raw.md", &raw),
+        ("terminal", &text(&out.stdout)),
+    ] {
+        assert!(!text.contains("sk-ant-api03"), "{name}: {text}");
+        assert!(!text.contains("hunter2hunter2"), "{name}: {text}");
+    }
+    assert!(log.contains("key [REDACTED]"), "{log}");
+    assert!(raw.contains("TRICK: the token is [REDACTED]"), "{raw}");
+}
+
+#[test]
+fn explain_prints_the_next_prompt_and_its_layers_without_running_anything() {
+    let project = Project::new(ONE_FEATURE, "steps:\n  - [promise: true]\n");
+    project.write_state("summary.md", "## Lessons\n- read the tests first\n");
+    let out = project.run(&["explain", "F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let prompt = text(&out.stdout);
+    assert!(
+        prompt.starts_with("## Runtime context\n- FEATURE_ID=F-001\n"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("Iteration 1 of 10") && prompt.contains("- read the tests first"));
+    let table = text(&out.stderr);
+    for layer in [
+        "Runtime context",
+        "Role: worker",
+        "Feature F-001: Hello",
+        "Continuation",
+        "Memory (curated",
+        "total",
+    ] {
+        assert!(table.contains(layer), "{layer} missing from\n{table}");
+    }
+    assert!(
+        !project.state_dir().join("runs").exists(),
+        "explain ran nothing"
+    );
+
+    let out = project.run(&["explain", "F-001", "--role", "validator"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("## Your task"));
+}
+
+#[test]
+fn the_claude_preset_runs_claude_headless_with_the_prompt_on_stdin() {
+    // A stand-in `claude` on PATH that checks how it was called and answers in stream-json.
+    let project = Project::new(ONE_FEATURE, "steps:\n  - [promise: true]\n");
+    let bin = project.root().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let result = claude_result("All done. <promise>TASK_COMPLETE</promise>");
+    std::fs::write(
+        bin.join("claude"),
+        format!(
+            "#!/bin/sh\nprompt=$(cat)\ncase \"$*\" in *'-p --output-format stream-json --verbose --dangerously-skip-permissions --model opus'*) ;; *) echo \"bad args: $*\"; exit 9;; esac\ncase \"$prompt\" in *'## Runtime context'*) ;; *) echo 'no prompt on stdin'; exit 8;; esac\n[ \"$IS_SANDBOX\" = 1 ] || exit 7\necho '{result}'\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        bin.join("claude"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    project.write_state(
+        "config.yaml",
+        "agent:\n  preset: claude\n  args: [--model, opus]\nvalidate: false\n",
+    );
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = project
+        .command(&["F-001"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        code(&out),
+        0,
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let usage = &project.state("F-001")["attempts"][0]["usage"];
+    assert_eq!(usage["turns"], 1);
+    assert_eq!(usage["total_tokens"], 15);
+    assert_eq!(usage["cost_source"], "reported");
+}
