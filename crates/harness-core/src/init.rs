@@ -11,21 +11,29 @@ use crate::layout::StateDir;
 pub const CONFIG_TEMPLATE: &str = r#"# harness configuration for this project. Every key is described in the harness README.
 
 agent:
-  # The agent's argv. Any command that reads a prompt and works in the current directory will do.
-  #   Claude Code: ["claude", "-p", "--dangerously-skip-permissions"]
-  #                (as root it also needs IS_SANDBOX=1 in the environment)
-  #   Codex:       ["codex", "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "-"]
-  command: ["claude", "-p", "--dangerously-skip-permissions"]
-  # How the prompt reaches the agent: stdin | arg (appended as the last argument)
-  # | file (its path is in $HARNESS_PROMPT_FILE).
-  prompt_via: stdin
-  # How to read the agent's answer: text | claude-stream-json
-  # (with claude: -p --output-format stream-json --verbose, which also reports turns and cost).
-  output_format: text
+  # A known agent CLI, run headless: claude | codex | gemini | opencode | aider
+  # (each reads the prompt and reports turns, tokens and cost its own way; see the README).
+  preset: claude
+  # Extra arguments for the preset, e.g. ["--model", "opus"].
+  # args: []
+  # Or any command instead of a preset (the prompt goes to its stdin unless prompt_via says
+  # arg or file; {prompt_file} in the argv stands for the prompt file's path):
+  # command: ["my-agent", "--headless"]
+  # prompt_via: stdin
+  # output_format: text
   # Time limit of one invocation, in seconds; then the agent's whole process tree is stopped.
   timeout_secs: 1800
+  # Stop an agent that prints nothing for this long (0: never).
+  idle_timeout_secs: 900
+  # After its final answer, seconds an agent may take to exit before it is stopped.
+  result_grace_secs: 30
   # Seconds between SIGTERM and SIGKILL when the agent has to be stopped.
   kill_grace_secs: 5
+  # Live handoff: past this fraction of the model's context window, a fresh agent continues.
+  # context_window: 200000
+  # handoff_threshold: 0.8
+  # USD per million tokens, to estimate the cost of agents that do not report it.
+  # prices: {input_per_mtok: 3, output_per_mtok: 15}
 
 # Fresh agent invocations a feature may take before it fails (run.sh exits 2).
 # Fixed when a feature starts; raise it later with `./run.sh F-001 --max-iterations 15`.
@@ -42,7 +50,20 @@ validate: true
 # roles:
 #   validator:
 #     agent:
-#       command: ["claude", "-p", "--model", "opus", "--dangerously-skip-permissions"]
+#       preset: claude
+#       args: ["--model", "opus"]
+
+# Budgets per feature and for the whole mission: tokens, USD, seconds of agent time.
+# budgets:
+#   feature: {max_tokens: 5000000, max_cost_usd: 20, max_wall_secs: 14400}
+#   mission: {max_cost_usd: 200}
+
+# Iterations in a row that change nothing in the working tree before the feature stops as
+# stalled (0: never).
+stall_iterations: 3
+
+# Rate and usage limits are waited out (not counted as iterations), up to max_waits in a row.
+rate_limit: {wait_secs: 300, max_waits: 12}
 "#;
 
 /// The mission.md written by `init`.
