@@ -339,3 +339,62 @@ fn the_claude_preset_runs_claude_headless_with_the_prompt_on_stdin() {
     assert_eq!(usage["total_tokens"], 15);
     assert_eq!(usage["cost_source"], "reported");
 }
+
+#[test]
+fn a_live_status_line_shows_progress_and_quiet_turns_it_off() {
+    let fixture = harness_tests::repo_root().join("tests/fixtures/claude_stream.jsonl");
+    let project = Project::new(
+        ONE_FEATURE,
+        &format!("steps:\n  - [cat: {:?}]\n", fixture.display().to_string()),
+    );
+    project.config("output_format: claude-stream-json\n", "max_iterations: 1\n");
+    let out = project.run(&["F-001"]);
+    let stderr = text(&out.stderr);
+    // Not a terminal here: plain timestamped lines, one when the action changes.
+    let status: Vec<&str> = stderr.lines().filter(|l| l.contains("] F-001 worker 1/1 · ")).collect();
+    assert!(!status.is_empty(), "{stderr}");
+    assert!(status.iter().any(|l| l.ends_with(" · Write")), "{stderr}");
+    assert!(status[0].starts_with("[20") && !stderr.contains('\x1b'), "{stderr}");
+
+    let project = Project::new(
+        ONE_FEATURE,
+        &format!("steps:\n  - [cat: {:?}]\n", fixture.display().to_string()),
+    );
+    project.config("output_format: claude-stream-json\n", "max_iterations: 1\n");
+    let out = project.run(&["F-001", "--quiet"]);
+    assert!(!text(&out.stderr).contains("] F-001 worker 1/1 · "), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "--quiet keeps the agent's output off the terminal");
+}
+
+#[test]
+fn on_a_terminal_the_status_line_is_redrawn_in_place() {
+    let fixture = harness_tests::repo_root().join("tests/fixtures/claude_stream.jsonl");
+    let project = Project::new(
+        ONE_FEATURE,
+        &format!("steps:\n  - [cat: {:?}]\n", fixture.display().to_string()),
+    );
+    project.config("output_format: claude-stream-json\n", "max_iterations: 1\n");
+    // util-linux `script` gives run.sh a pseudo-terminal, as a user's shell would.
+    let command = format!(
+        "{} -C {} F-001",
+        harness_tests::repo_root().join("run.sh").display(),
+        project.workdir.display()
+    );
+    let out = project_command(&project, "script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .expect("util-linux script runs");
+    let shown = text(&out.stdout);
+    assert!(shown.contains("\r\x1b[2KF-001 worker 1/1 · "), "{shown:?}");
+    assert!(shown.contains(" · Write"), "{shown:?}");
+}
+
+/// A command with the test project's environment (binaries, identity dir).
+fn project_command(project: &Project, program: &str) -> std::process::Command {
+    let mut command = std::process::Command::new(program);
+    command
+        .env("HARNESS_BIN_DIR", harness_tests::bin_dir())
+        .env("HARNESS_IDENTITY_DIR", project.identity_dir())
+        .stdin(std::process::Stdio::null());
+    command
+}

@@ -12,6 +12,7 @@ use crate::config::AgentConfig;
 use crate::error::InputError;
 use crate::layout::StateDir;
 use crate::presets::PROMPT_FILE_PLACEHOLDER;
+use crate::progress;
 use crate::prompt::RuntimeContext;
 use crate::role::Role;
 
@@ -30,6 +31,8 @@ pub struct RoleInvocation<'a> {
     pub run_dir: &'a Path,
     /// The worker iteration this invocation belongs to.
     pub iteration: u32,
+    /// The feature's guardrail, for the status line.
+    pub max_iterations: u32,
     /// The completion promise word (in the agent's environment).
     pub promise: &'a str,
     /// Exact texts to count in the answer (the completion tag, the verdict tags).
@@ -40,7 +43,7 @@ pub struct RoleInvocation<'a> {
     pub program: &'a Path,
     /// The prompt (already written to `prompt.md` by [`save_prompt`]).
     pub prompt: &'a str,
-    /// Copy the output to stdout.
+    /// Copy the output to stdout and show the live status line on stderr (off with `--quiet`).
     pub echo: bool,
     /// The most tokens this invocation may use (what the budgets leave), if limited.
     pub token_limit: Option<u64>,
@@ -98,6 +101,12 @@ pub fn run(invocation: &RoleInvocation) -> anyhow::Result<AgentRun> {
             .agent
             .limits(invocation.token_limit, invocation.wall_limit),
         redactor,
+        progress: invocation.echo.then(|| progress::Label {
+            feature: invocation.runtime.feature_id.clone(),
+            role: invocation.role,
+            iteration: invocation.iteration,
+            max_iterations: invocation.max_iterations,
+        }),
     })
     .map_err(|error| {
         let hint = start_failure_hint(&error, invocation.prompt, &invocation.state.config());

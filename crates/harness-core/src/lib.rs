@@ -19,6 +19,7 @@ pub mod memory;
 pub mod notes;
 pub mod plan;
 pub mod presets;
+pub mod progress;
 pub mod prompt;
 pub mod ralph;
 pub mod role;

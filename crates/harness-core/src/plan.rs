@@ -463,6 +463,7 @@ impl<'a> Invocation<'a> {
             runtime: self.runtime,
             run_dir: self.run_dir,
             iteration: self.iteration,
+            max_iterations: self.config.max_iterations,
             promise: &self.config.completion_promise,
             markers: &[],
             agent: self.config.agent_for(Role::Planner),

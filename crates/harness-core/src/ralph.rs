@@ -217,6 +217,7 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
         runtime: &runtime,
         run_dir: &run_dir,
         iteration,
+        max_iterations: session.state.max_iterations,
         promise: &promise,
         markers: &[completion_tag(&promise)],
         agent: agent_config,

@@ -214,6 +214,7 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
         runtime: &runtime,
         run_dir: &run_dir,
         iteration,
+        max_iterations: max,
         promise: &promise,
         markers: &markers,
         agent: agent_config,

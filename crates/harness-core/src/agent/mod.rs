@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use crate::config::{OutputFormat, PromptVia};
 use crate::error::InputError;
 use crate::memory::{self, Tag, MAX_ENTRIES_PER_INVOCATION};
+use crate::progress::{self, Progress, Snapshot};
 use crate::signals;
 
 pub mod format;
@@ -61,6 +62,8 @@ pub struct Invocation<'a> {
     pub limits: Limits,
     /// Secrets to keep out of the log, the terminal and everything read from the output.
     pub redactor: Redactor,
+    /// Who runs, for the live status line on stderr; `None` shows none (`--quiet`).
+    pub progress: Option<progress::Label>,
 }
 
 /// How the agent process ended.
@@ -179,6 +182,21 @@ impl OutputReader {
                 marker_counts: vec![0; markers.len()],
                 ..OutputSummary::default()
             },
+        }
+    }
+
+    /// The events the last chunk completed (for the supervisor).
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// What the status line shows now.
+    pub fn progress(&self, elapsed: Duration) -> Snapshot {
+        Snapshot {
+            elapsed,
+            usage: self.summary.usage.clone(),
+            context_tokens: self.summary.context_tokens,
+            last_action: self.summary.last_action.clone(),
         }
     }
 
@@ -400,6 +418,10 @@ pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
         invocation.output_format,
         invocation.markers,
     )));
+    let progress = invocation
+        .progress
+        .clone()
+        .map(|label| Arc::new(Mutex::new(Progress::stderr(label))));
     let log_error: Arc<Mutex<Option<String>>> = Arc::default();
     let last_output = Arc::new(AtomicU64::new(0));
     {
@@ -412,6 +434,7 @@ pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
             echo: invocation.echo,
             limits: invocation.limits,
             redactor: invocation.redactor.clone(),
+            progress: progress.clone(),
         };
         std::thread::spawn(move || {
             pump.run(pipe_reader, &mut log);
@@ -437,6 +460,7 @@ pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
         signals: signals_in,
         output_closed: false,
         grace: invocation.kill_grace,
+        progress: progress.clone().map(|progress| (progress, Arc::clone(&reader), started)),
     };
     let end = match signals::received() {
         Some(signal) => supervisor.stop(End::Interrupted(signal)),
@@ -449,6 +473,11 @@ pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
     };
     signals::unsubscribe();
     supervisor.reap_group();
+    if let Some(progress) = &progress {
+        if let Ok(mut progress) = progress.lock() {
+            progress.clear();
+        }
+    }
 
     // If a process that left the group still holds the pipe, this is what was read so far.
     let output = reader.lock().map(|r| r.snapshot()).unwrap_or_default();
@@ -472,6 +501,7 @@ struct Pump {
     echo: bool,
     limits: Limits,
     redactor: Redactor,
+    progress: Option<Arc<Mutex<Progress>>>,
 }
 
 impl Pump {
@@ -484,6 +514,7 @@ impl Pump {
             log,
             log_ok: true,
             echo: self.echo,
+            progress: self.progress.clone(),
         };
         let mut final_seen = false;
         loop {
@@ -531,7 +562,13 @@ impl Pump {
         let Ok(mut reader) = self.reader.lock() else {
             return;
         };
-        for event in reader.feed(chunk) {
+        reader.feed(chunk);
+        if let Some(progress) = &self.progress {
+            if let Ok(mut progress) = progress.lock() {
+                progress.update(&reader.progress(self.started.elapsed()), false);
+            }
+        }
+        for event in reader.events() {
             let signal = match event {
                 Event::Final(_) if !*final_seen => {
                     *final_seen = true;
@@ -571,6 +608,7 @@ struct Sink<'a> {
     log: &'a mut File,
     log_ok: bool,
     echo: bool,
+    progress: Option<Arc<Mutex<Progress>>>,
 }
 
 impl Sink<'_> {
@@ -585,9 +623,18 @@ impl Sink<'_> {
             }
         }
         if self.echo {
+            // The status line steps aside for the agent's own words, then comes back under them.
+            let progress = self.progress.as_ref().and_then(|p| p.lock().ok());
+            let mut progress = progress;
+            if let Some(progress) = progress.as_mut() {
+                progress.clear();
+            }
             let stdout = io::stdout();
             let mut out = stdout.lock();
             self.echo = out.write_all(chunk).and_then(|()| out.flush()).is_ok();
+            if let Some(progress) = progress.as_mut() {
+                progress.restore();
+            }
         }
         failure
     }
@@ -606,6 +653,8 @@ struct Supervisor {
     signals: mpsc::Receiver<Signal>,
     output_closed: bool,
     grace: Duration,
+    /// The status line, the reader it reads, and when the agent started.
+    progress: Option<(Arc<Mutex<Progress>>, Arc<Mutex<OutputReader>>, Instant)>,
 }
 
 impl Supervisor {
@@ -620,17 +669,25 @@ impl Supervisor {
     ) -> End {
         let total_deadline = started + timeout;
         let mut linger_deadline: Option<Instant> = None;
-        loop {
-            let idle_deadline = limits.idle.map(|idle| {
+        // The idle deadline moves with the output, so it is computed afresh each time.
+        let idle_deadline = || {
+            limits.idle.map(|idle| {
                 started + Duration::from_millis(last_output.load(Ordering::Relaxed)) + idle
-            });
+            })
+        };
+        loop {
+            let tick = self
+                .progress
+                .as_ref()
+                .and_then(|(progress, _, _)| progress.lock().ok().map(|p| Instant::now() + p.tick()));
             let (deadline, why) = [
-                Some((total_deadline, End::TimedOut)),
+                tick.map(|at| (at, None)),
+                Some((total_deadline, Some(End::TimedOut))),
                 limits
                     .wall_limit
-                    .map(|wall| (started + wall, End::OutOfTime)),
-                idle_deadline.map(|d| (d, End::IdleTimedOut)),
-                linger_deadline.map(|d| (d, End::Lingered)),
+                    .map(|wall| (started + wall, Some(End::OutOfTime))),
+                idle_deadline().map(|at| (at, Some(End::IdleTimedOut))),
+                linger_deadline.map(|at| (at, Some(End::Lingered))),
             ]
             .into_iter()
             .flatten()
@@ -646,21 +703,23 @@ impl Supervisor {
                 }
                 Ok(Signal::ContextFull(tokens)) => return self.stop(End::Handoff(tokens)),
                 Ok(Signal::OverBudget(tokens)) => return self.stop(End::OverBudget(tokens)),
-                Err(RecvTimeoutError::Timeout) => {
-                    // The idle deadline moves with output: only a deadline that still holds stops.
-                    if why == End::IdleTimedOut {
-                        let idle_deadline = limits.idle.map(|idle| {
-                            started
-                                + Duration::from_millis(last_output.load(Ordering::Relaxed))
-                                + idle
-                        });
-                        if idle_deadline.is_some_and(|d| d > Instant::now()) {
-                            continue;
-                        }
-                    }
-                    return self.stop(why);
-                }
+                Err(RecvTimeoutError::Timeout) => match why {
+                    // The status line's tick: show that the agent is alive, and keep waiting.
+                    None => self.show_progress(),
+                    // Output came since this deadline was computed: not idle after all.
+                    Some(End::IdleTimedOut)
+                        if idle_deadline().is_some_and(|at| at > Instant::now()) => {}
+                    Some(why) => return self.stop(why),
+                },
                 Err(RecvTimeoutError::Disconnected) => return End::Exited(-1),
+            }
+        }
+    }
+
+    fn show_progress(&self) {
+        if let Some((progress, reader, started)) = &self.progress {
+            if let (Ok(mut progress), Ok(reader)) = (progress.lock(), reader.lock()) {
+                progress.update(&reader.progress(started.elapsed()), true);
             }
         }
     }
