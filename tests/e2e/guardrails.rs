@@ -351,10 +351,16 @@ fn a_live_status_line_shows_progress_and_quiet_turns_it_off() {
     let out = project.run(&["F-001"]);
     let stderr = text(&out.stderr);
     // Not a terminal here: plain timestamped lines, one when the action changes.
-    let status: Vec<&str> = stderr.lines().filter(|l| l.contains("] F-001 worker 1/1 · ")).collect();
+    let status: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("] F-001 worker 1/1 · "))
+        .collect();
     assert!(!status.is_empty(), "{stderr}");
     assert!(status.iter().any(|l| l.ends_with(" · Write")), "{stderr}");
-    assert!(status[0].starts_with("[20") && !stderr.contains('\x1b'), "{stderr}");
+    assert!(
+        status[0].starts_with("[20") && !stderr.contains('\x1b'),
+        "{stderr}"
+    );
 
     let project = Project::new(
         ONE_FEATURE,
@@ -362,8 +368,15 @@ fn a_live_status_line_shows_progress_and_quiet_turns_it_off() {
     );
     project.config("output_format: claude-stream-json\n", "max_iterations: 1\n");
     let out = project.run(&["F-001", "--quiet"]);
-    assert!(!text(&out.stderr).contains("] F-001 worker 1/1 · "), "{}", text(&out.stderr));
-    assert!(out.stdout.is_empty(), "--quiet keeps the agent's output off the terminal");
+    assert!(
+        !text(&out.stderr).contains("] F-001 worker 1/1 · "),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "--quiet keeps the agent's output off the terminal"
+    );
 }
 
 #[test]

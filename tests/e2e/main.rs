@@ -8,6 +8,7 @@ mod guardrails;
 mod init;
 mod mission;
 mod planner;
+mod presets;
 mod ralph_loop;
 mod resume;
 mod validator;

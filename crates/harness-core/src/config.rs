@@ -154,7 +154,7 @@ pub struct AgentSpec {
     /// stdin | arg | file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_via: Option<PromptVia>,
-    /// text | claude-stream-json | …
+    /// text | claude-stream-json | codex-json | gemini-stream-json | opencode-json | aider
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_format: Option<OutputFormat>,
     /// Extra environment.
@@ -313,6 +313,18 @@ pub enum OutputFormat {
     Text,
     /// Claude Code's `--output-format stream-json`: the final `result` event is the answer.
     ClaudeStreamJson,
+    /// Codex's `exec --json`: the turn's last `agent_message` item is the answer,
+    /// `turn.completed.usage` the tokens (no cost, no turn count).
+    CodexJson,
+    /// Gemini CLI's `--output-format stream-json`: the assistant's text after its last tool call
+    /// is the answer; the `result` event's `stats` the tokens (no cost).
+    GeminiStreamJson,
+    /// opencode's `run --format json`: the text of the last step is the answer; the
+    /// `step_finish` parts' `cost` and `tokens`, summed, the usage.
+    OpencodeJson,
+    /// aider's plain text (`--no-stream --no-pretty`): all of it is the answer; its
+    /// `Tokens: … Cost: …` lines give the usage.
+    Aider,
 }
 
 fn default_max_iterations() -> u32 {

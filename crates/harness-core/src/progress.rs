@@ -203,7 +203,10 @@ mod tests {
             context_tokens: None,
             last_action: Some("Edit".into()),
         };
-        assert_eq!(line(&label(), &full), "F-001 worker 3/10 · 1h02m · 12.3k tokens · $0.42 · Edit");
+        assert_eq!(
+            line(&label(), &full),
+            "F-001 worker 3/10 · 1h02m · 12.3k tokens · $0.42 · Edit"
+        );
     }
 
     #[derive(Clone, Default)]

@@ -460,7 +460,11 @@ pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
         signals: signals_in,
         output_closed: false,
         grace: invocation.kill_grace,
-        progress: progress.clone().map(|progress| (progress, Arc::clone(&reader), started)),
+        progress: progress.clone().map(|progress| StatusLine {
+            progress,
+            reader: Arc::clone(&reader),
+            started,
+        }),
     };
     let end = match signals::received() {
         Some(signal) => supervisor.stop(End::Interrupted(signal)),
@@ -653,8 +657,15 @@ struct Supervisor {
     signals: mpsc::Receiver<Signal>,
     output_closed: bool,
     grace: Duration,
-    /// The status line, the reader it reads, and when the agent started.
-    progress: Option<(Arc<Mutex<Progress>>, Arc<Mutex<OutputReader>>, Instant)>,
+    /// The status line, when it is shown.
+    progress: Option<StatusLine>,
+}
+
+/// The status line and what it reads: the output reader, and when the agent started.
+struct StatusLine {
+    progress: Arc<Mutex<Progress>>,
+    reader: Arc<Mutex<OutputReader>>,
+    started: Instant,
 }
 
 impl Supervisor {
@@ -679,7 +690,7 @@ impl Supervisor {
             let tick = self
                 .progress
                 .as_ref()
-                .and_then(|(progress, _, _)| progress.lock().ok().map(|p| Instant::now() + p.tick()));
+                .and_then(|line| line.progress.lock().ok().map(|p| Instant::now() + p.tick()));
             let (deadline, why) = [
                 tick.map(|at| (at, None)),
                 Some((total_deadline, Some(End::TimedOut))),
@@ -717,9 +728,9 @@ impl Supervisor {
     }
 
     fn show_progress(&self) {
-        if let Some((progress, reader, started)) = &self.progress {
-            if let (Ok(mut progress), Ok(reader)) = (progress.lock(), reader.lock()) {
-                progress.update(&reader.progress(started.elapsed()), true);
+        if let Some(line) = &self.progress {
+            if let (Ok(mut progress), Ok(reader)) = (line.progress.lock(), line.reader.lock()) {
+                progress.update(&reader.progress(line.started.elapsed()), true);
             }
         }
     }

@@ -4,15 +4,11 @@
 
 use serde_json::Value;
 
-use super::{json, lines_of, says_rate_limited, Event, Parser, Usage};
+use super::{count, json, lines_of, says_rate_limited, Event, Parser, Usage};
 
 /// Claude Code's stream-json.
 #[derive(Debug, Default)]
 pub struct Claude;
-
-fn count(value: &Value, key: &str) -> Option<u64> {
-    value.get(key).and_then(Value::as_u64)
-}
 
 impl Parser for Claude {
     fn line(&mut self, line: &str, events: &mut Vec<Event>) {

@@ -2,7 +2,11 @@
 //! assistant's words, the final answer, usage, the context size, rate limits. The reader in
 //! `agent` does the rest (bounded tail, memory entries, markers), whatever the format.
 
+mod aider;
 mod claude;
+mod codex;
+mod gemini;
+mod opencode;
 mod text;
 
 use serde::{Deserialize, Serialize};
@@ -99,6 +103,10 @@ pub fn parser_for(format: OutputFormat) -> Box<dyn Parser> {
     match format {
         OutputFormat::Text => Box::new(text::Text),
         OutputFormat::ClaudeStreamJson => Box::<claude::Claude>::default(),
+        OutputFormat::CodexJson => Box::<codex::Codex>::default(),
+        OutputFormat::GeminiStreamJson => Box::<gemini::Gemini>::default(),
+        OutputFormat::OpencodeJson => Box::<opencode::Opencode>::default(),
+        OutputFormat::Aider => Box::<aider::Aider>::default(),
     }
 }
 
@@ -111,18 +119,36 @@ pub(crate) fn json(line: &str) -> Option<serde_json::Value> {
     serde_json::from_str(line).ok()
 }
 
+/// A count in a JSON object, or `None`.
+pub(crate) fn count(value: &serde_json::Value, key: &str) -> Option<u64> {
+    value.get(key).and_then(serde_json::Value::as_u64)
+}
+
+/// A string in a JSON object, or `""`.
+pub(crate) fn string<'a>(value: &'a serde_json::Value, key: &str) -> &'a str {
+    value
+        .get(key)
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("")
+}
+
 /// The lines of `text` as events of kind `kind`.
 pub(crate) fn lines_of(text: &str, kind: fn(String) -> Event, events: &mut Vec<Event>) {
     events.extend(text.lines().map(|line| kind(line.to_string())));
 }
 
-/// The texts that mean a rate or usage limit in an agent's words.
-const LIMIT_SIGNS: [&str; 5] = [
+/// The texts that mean a rate or usage limit in an agent's words: Claude's usage window, HTTP
+/// 429 as Codex prints it (`exceeded retry limit, last status: 429 Too Many Requests`), Codex's
+/// plan limit (`You've hit your usage limit`), Google's `RESOURCE_EXHAUSTED` and quota errors.
+const LIMIT_SIGNS: [&str; 8] = [
     "usage limit reached",
+    "hit your usage limit",
     "rate limit",
     "rate_limit",
     "429 too many requests",
     "status 429",
+    "resource_exhausted",
+    "quota exceeded",
 ];
 
 /// Whether `text` says the agent hit a rate or usage limit.
