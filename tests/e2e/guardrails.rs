@@ -411,3 +411,22 @@ fn project_command(project: &Project, program: &str) -> std::process::Command {
         .stdin(std::process::Stdio::null());
     command
 }
+
+#[test]
+fn a_cost_budget_stops_an_agent_that_reports_its_cost_as_it_goes() {
+    let step = r#"{"type":"step_finish","part":{"type":"step-finish","reason":"tool-calls","cost":0.5,"tokens":{"input":100,"output":10,"reasoning":0,"cache":{"read":0,"write":0}}}}"#;
+    let project = Project::new(
+        ONE_FEATURE,
+        &format!("steps:\n  - [print: '{step}', hang: true]\n"),
+    );
+    project.config(
+        "output_format: opencode-json\nkill_grace_secs: 1\n",
+        "budgets:\n  mission:\n    max_cost_usd: 0.25\n",
+    );
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    assert_eq!(outcomes(&project), ["over_budget"]);
+    assert!(project
+        .read_state("notes/F-001.md")
+        .contains("stopped after $0.50: the cost budget ran out"));
+}

@@ -148,6 +148,8 @@ pub struct Remaining {
     pub tokens: Option<u64>,
     /// Time it may run.
     pub wall: Option<Duration>,
+    /// USD it may spend (checked live when the agent reports its cost as it goes).
+    pub cost_usd: Option<f64>,
 }
 
 /// Checks what was spent against the budgets: the first one used up, or what is left.
@@ -181,6 +183,8 @@ pub fn remaining(budgets: &Budgets, feature: Spent, mission: Spent) -> Result<Re
                     spent: format!("${:.2}", spent.cost_usd),
                 });
             }
+            let cost = max - spent.cost_usd;
+            left.cost_usd = Some(left.cost_usd.map_or(cost, |c| c.min(cost)));
         }
         if let Some(max) = budget.max_wall_secs {
             if spent.wall_secs >= max {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::agent::Limits;
-use crate::budget::Budgets;
+use crate::budget::{Budgets, Remaining};
 use crate::error::InputError;
 use crate::presets::Preset;
 use crate::role::Role;
@@ -340,17 +340,17 @@ fn default_true() -> bool {
 }
 
 impl AgentConfig {
-    /// The supervisor's limits for one invocation that may use at most `token_limit` tokens
-    /// and run at most `wall_limit` (what the budgets leave).
-    pub fn limits(&self, token_limit: Option<u64>, wall_limit: Option<Duration>) -> Limits {
+    /// The supervisor's limits for one invocation, given what the budgets leave.
+    pub fn limits(&self, budget: &Remaining) -> Limits {
         Limits {
             idle: self.idle_timeout_secs.map(Duration::from_secs),
             result_grace: Some(Duration::from_secs(self.result_grace_secs)),
             context_limit: self
                 .context_window
                 .map(|window| (window as f64 * self.handoff_threshold) as u64),
-            token_limit,
-            wall_limit,
+            token_limit: budget.tokens,
+            wall_limit: budget.wall,
+            cost_limit: budget.cost_usd,
         }
     }
 

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::agent::{self, AgentRun, Invocation, Redactor};
 use crate::atomic::write_atomic;
+use crate::budget::Remaining;
 use crate::config::AgentConfig;
 use crate::error::InputError;
 use crate::layout::StateDir;
@@ -45,10 +46,8 @@ pub struct RoleInvocation<'a> {
     pub prompt: &'a str,
     /// Copy the output to stdout and show the live status line on stderr (off with `--quiet`).
     pub echo: bool,
-    /// The most tokens this invocation may use (what the budgets leave), if limited.
-    pub token_limit: Option<u64>,
-    /// The most time it may run (what the budgets leave), if limited.
-    pub wall_limit: Option<std::time::Duration>,
+    /// What the budgets leave for this invocation (tokens, time, cost).
+    pub budget: Remaining,
 }
 
 /// Creates the run directory and writes `prompt.md`; returns its path. A run directory is never
@@ -97,9 +96,7 @@ pub fn run(invocation: &RoleInvocation) -> anyhow::Result<AgentRun> {
         markers: invocation.markers,
         log: &invocation.run_dir.join("output.log"),
         echo: invocation.echo,
-        limits: invocation
-            .agent
-            .limits(invocation.token_limit, invocation.wall_limit),
+        limits: invocation.agent.limits(&invocation.budget),
         redactor,
         progress: invocation.echo.then(|| progress::Label {
             feature: invocation.runtime.feature_id.clone(),

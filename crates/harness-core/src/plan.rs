@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::agent::{self, AgentRun, End};
 use crate::atomic::write_atomic;
+use crate::budget::Remaining;
 use crate::config::{Config, OutputFormat};
 use crate::error::InputError;
 use crate::exit_codes;
@@ -470,8 +471,7 @@ impl<'a> Invocation<'a> {
             program: self.program,
             prompt: self.prompt,
             echo: self.echo,
-            token_limit: None,
-            wall_limit: None,
+            budget: Remaining::default(),
         }
     }
 }

@@ -55,7 +55,7 @@ pub fn on_agent_stop(
     match end {
         End::Interrupted(_) => Decision::Halt,
         _ if end.is_clean() && promise_found => Decision::Complete,
-        End::OverBudget(_) | End::OutOfTime => Decision::OverBudget,
+        End::OverBudget(_) | End::OverCost(_) | End::OutOfTime => Decision::OverBudget,
         _ if iteration_count < max_iterations => Decision::Restart,
         _ => Decision::GiveUp,
     }
@@ -101,7 +101,7 @@ pub fn outcome_of(end: End, promise_found: bool) -> Outcome {
         End::Signaled(_) => Outcome::Crashed,
         End::TimedOut | End::IdleTimedOut => Outcome::TimedOut,
         End::Handoff(_) => Outcome::Handoff,
-        End::OverBudget(_) | End::OutOfTime => Outcome::OverBudget,
+        End::OverBudget(_) | End::OverCost(_) | End::OutOfTime => Outcome::OverBudget,
         End::Interrupted(_) => Outcome::Interrupted,
     }
 }
@@ -224,8 +224,7 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
         program: &program,
         prompt: &prompt,
         echo: feature_request.echo,
-        token_limit: remaining.tokens,
-        wall_limit: remaining.wall,
+        budget: remaining,
     };
     let run = session.run_agent(&invocation, &run_id)?;
     let commits = git::new_commits(&feature_request.workdir, &head_before);
@@ -528,6 +527,10 @@ pub fn describe_end(end: End, outcome: Outcome, agent: &AgentConfig) -> String {
             format!("stopped after {tokens} tokens: the token budget ran out")
         }
         End::OutOfTime => "stopped: the time budget ran out".to_string(),
+        End::OverCost(cents) => format!(
+            "stopped after ${:.2}: the cost budget ran out",
+            cents as f64 / 100.0
+        ),
         End::Interrupted(signal) => {
             format!("interrupted by {}", crate::signals::name(signal))
         }

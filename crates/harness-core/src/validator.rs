@@ -221,8 +221,7 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
         program: &program,
         prompt: &prompt,
         echo: request.echo,
-        token_limit: remaining.tokens,
-        wall_limit: remaining.wall,
+        budget: remaining,
     };
     let run = session.run_agent(&invocation, &run_id)?;
     if let End::Interrupted(_) = run.end {

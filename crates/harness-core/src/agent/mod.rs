@@ -87,6 +87,8 @@ pub enum End {
     OverBudget(u64),
     /// It ran out of what the time budgets leave; the harness stopped it.
     OutOfTime,
+    /// Its reported cost (in cents) passed what the cost budgets leave; the harness stopped it.
+    OverCost(u64),
     /// Ctrl-C / SIGTERM reached the harness, which stopped it.
     Interrupted(i32),
 }
@@ -111,6 +113,8 @@ pub struct Limits {
     pub token_limit: Option<u64>,
     /// Stop when the invocation has run this long (what the time budgets leave).
     pub wall_limit: Option<Duration>,
+    /// Stop when the agent reports it has spent this much (USD; what the cost budgets leave).
+    pub cost_limit: Option<f64>,
 }
 
 /// What the harness learnt from one invocation.
@@ -360,6 +364,8 @@ enum Signal {
     ContextFull(u64),
     /// The invocation's tokens passed what the budgets leave.
     OverBudget(u64),
+    /// The invocation's reported cost (cents) passed what the budgets leave.
+    OverCost(u64),
 }
 
 /// Runs the agent to its end and reports what happened. An I/O error means the agent could not
@@ -601,6 +607,14 @@ impl Pump {
                 let _ = self.sender.send(Signal::OverBudget(used));
             }
         }
+        if let (Some(limit), Some(spent)) = (self.limits.cost_limit, reader.summary.usage.cost_usd)
+        {
+            if spent >= limit {
+                let _ = self
+                    .sender
+                    .send(Signal::OverCost((spent * 100.0).round() as u64));
+            }
+        }
     }
 }
 
@@ -714,6 +728,7 @@ impl Supervisor {
                 }
                 Ok(Signal::ContextFull(tokens)) => return self.stop(End::Handoff(tokens)),
                 Ok(Signal::OverBudget(tokens)) => return self.stop(End::OverBudget(tokens)),
+                Ok(Signal::OverCost(cents)) => return self.stop(End::OverCost(cents)),
                 Err(RecvTimeoutError::Timeout) => match why {
                     // The status line's tick: show that the agent is alive, and keep waiting.
                     None => self.show_progress(),
