@@ -31,7 +31,7 @@ use crate::ralph::{describe_end, outcome_of};
 use crate::role::Role;
 use crate::run_state::{Outcome, RunState, Status};
 use crate::schedule::{self, States};
-use crate::session::{self, FeatureRequest};
+use crate::session::{self, AgentCall, FeatureRequest};
 use crate::time::{self, Timestamp};
 
 use answer::{Rejection, Scope};
@@ -197,19 +197,17 @@ pub fn run_replan(request: &FeatureRequest) -> anyhow::Result<PlanReport> {
         .begin_attempt(run_id.as_str(), Role::Planner, started_at);
     session.save()?;
     eprintln!("planner: re-breaking {id} (run {run_id})");
-    let program = session.inputs.program.clone();
-    let invocation = Invocation {
-        request_workdir: &request.workdir,
-        state: state_dir,
-        runtime: &runtime,
-        run_dir: &run_dir,
-        iteration: session.state.iteration_count,
-        config: &config,
-        program: &program,
-        prompt: &prompt,
-        echo: request.echo,
-    };
-    let run = session.run_agent(&invocation.role_invocation(), &run_id)?;
+    let run = session.run_agent(
+        request,
+        AgentCall {
+            run_id: &run_id,
+            runtime: &runtime,
+            run_dir: &run_dir,
+            prompt: &prompt,
+            markers: &[],
+            budget: Remaining::default(),
+        },
+    )?;
     let concluded = match conclude(state_dir, &run, &run_dir, &config, Target::Feature(id)) {
         Ok(concluded) => concluded,
         Err(error) => {

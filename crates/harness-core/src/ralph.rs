@@ -10,13 +10,13 @@ use crate::config::AgentConfig;
 use crate::error::InputError;
 use crate::exit_codes;
 use crate::git;
-use crate::invoke::{self, RoleInvocation};
+use crate::invoke;
 use crate::memory::{self, Tag};
 use crate::notes::{self, AttemptNote};
 use crate::prompt::{completion_tag, WorkerPrompt};
 use crate::role::Role;
 use crate::run_state::{Outcome, RunState, Status};
-use crate::session::{self, FeatureRequest};
+use crate::session::{self, AgentCall, FeatureRequest};
 use crate::time::{self, Timestamp};
 use crate::usage::UsageRecord;
 use crate::worktree;
@@ -208,25 +208,18 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
 
     let head_before = git::head(&feature_request.workdir);
     let tree_before = git::fingerprint(&feature_request.workdir);
-    let promise = session.state.completion_promise.clone();
-    let program = session.inputs.program.clone();
-    let invocation = RoleInvocation {
-        role: Role::Worker,
-        workdir: &feature_request.workdir,
-        state: state_dir,
-        runtime: &runtime,
-        run_dir: &run_dir,
-        iteration,
-        max_iterations: session.state.max_iterations,
-        promise: &promise,
-        markers: &[completion_tag(&promise)],
-        agent: agent_config,
-        program: &program,
-        prompt: &prompt,
-        echo: feature_request.echo,
-        budget: remaining,
-    };
-    let run = session.run_agent(&invocation, &run_id)?;
+    let markers = [completion_tag(&session.state.completion_promise)];
+    let run = session.run_agent(
+        feature_request,
+        AgentCall {
+            run_id: &run_id,
+            runtime: &runtime,
+            run_dir: &run_dir,
+            prompt: &prompt,
+            markers: &markers,
+            budget: remaining,
+        },
+    )?;
     let commits = git::new_commits(&feature_request.workdir, &head_before);
     let tree_changed = tree_before
         .zip(git::fingerprint(&feature_request.workdir))

@@ -181,18 +181,36 @@ impl Session {
             .with_context(|| format!("cannot write {}", self.state_path.display()))
     }
 
-    /// Runs the role's agent for the attempt `run_id`, already begun and saved. An agent that
-    /// cannot start leaves the attempt recorded as `agent_error` (not a dangling `started`) and
-    /// the feature resumable.
+    /// Runs the role's agent for the attempt `call.run_id`, already begun and saved, with the
+    /// role's agent settings, the feature's promise and iteration. An agent that cannot start
+    /// leaves the attempt recorded as `agent_error` (not a dangling `started`) and the feature
+    /// resumable.
     pub fn run_agent(
         &mut self,
-        invocation: &RoleInvocation,
-        run_id: &RunId,
+        request: &FeatureRequest,
+        call: AgentCall<'_>,
     ) -> anyhow::Result<AgentRun> {
-        match invoke::run(invocation) {
+        let agent = self.inputs.config.agent_for(self.role).clone();
+        let invocation = RoleInvocation {
+            role: self.role,
+            workdir: &request.workdir,
+            state: &request.state,
+            runtime: call.runtime,
+            run_dir: call.run_dir,
+            iteration: self.state.iteration_count,
+            max_iterations: self.state.max_iterations,
+            promise: &self.state.completion_promise,
+            markers: call.markers,
+            agent: &agent,
+            program: &self.inputs.program,
+            prompt: call.prompt,
+            echo: request.echo,
+            budget: call.budget,
+        };
+        match invoke::run(&invocation) {
             Ok(run) => Ok(run),
             Err(error) => {
-                if let Some(attempt) = self.state.attempt_mut(run_id.as_str()) {
+                if let Some(attempt) = self.state.attempt_mut(call.run_id.as_str()) {
                     attempt.outcome = Outcome::AgentError;
                     attempt.ended_at = Some(time::now());
                 }
@@ -271,6 +289,23 @@ impl Session {
             self.role,
         )
     }
+}
+
+/// One agent run of a session: what differs between the roles.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentCall<'a> {
+    /// The attempt's run id.
+    pub run_id: &'a RunId,
+    /// L0.
+    pub runtime: &'a RuntimeContext,
+    /// `runs/<FEATURE>/<RUN_ID>/`, holding prompt.md already.
+    pub run_dir: &'a Path,
+    /// The prompt.
+    pub prompt: &'a str,
+    /// Exact texts to count in the answer (the completion tag, the verdict tags).
+    pub markers: &'a [String],
+    /// What the budgets leave.
+    pub budget: Remaining,
 }
 
 /// Reads `role`'s identity, the feature's notes and summary.md (no lock needed: each is

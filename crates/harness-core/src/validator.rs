@@ -10,14 +10,14 @@ use crate::config::AgentConfig;
 use crate::error::InputError;
 use crate::exit_codes;
 use crate::features::Feature;
-use crate::invoke::{self, RoleInvocation};
+use crate::invoke;
 use crate::memory;
 use crate::notes;
 use crate::prompt::{feature_spec, Prompt, RuntimeContext};
 use crate::ralph::{describe_end, outcome_of, RoleReport};
 use crate::role::Role;
 use crate::run_state::{Outcome, Status};
-use crate::session::{self, FeatureRequest, Layers};
+use crate::session::{self, AgentCall, FeatureRequest, Layers};
 use crate::time::{self, Timestamp};
 use crate::worktree;
 
@@ -205,25 +205,17 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
     eprintln!("validator: {} (run {run_id})", feature.id);
 
     let markers = [PASS_TAG.to_string(), FAIL_TAG.to_string()];
-    let promise = session.state.completion_promise.clone();
-    let program = session.inputs.program.clone();
-    let invocation = RoleInvocation {
-        role: Role::Validator,
-        workdir: &request.workdir,
-        state: state_dir,
-        runtime: &runtime,
-        run_dir: &run_dir,
-        iteration,
-        max_iterations: max,
-        promise: &promise,
-        markers: &markers,
-        agent: agent_config,
-        program: &program,
-        prompt: &prompt,
-        echo: request.echo,
-        budget: remaining,
-    };
-    let run = session.run_agent(&invocation, &run_id)?;
+    let run = session.run_agent(
+        request,
+        AgentCall {
+            run_id: &run_id,
+            runtime: &runtime,
+            run_dir: &run_dir,
+            prompt: &prompt,
+            markers: &markers,
+            budget: remaining,
+        },
+    )?;
     if let End::Interrupted(_) = run.end {
         // Nothing was decided: the feature stays provisional and is validated on resume.
         if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {
