@@ -23,6 +23,7 @@ Commands:
                      (never touching features that are done, started or edited by hand)
   replan <FEATURE>   re-break a failed feature into smaller ones (<FEATURE>.1, .2, ...)
   status             the status board: one line per feature and the mission's totals
+  curate             one curator pass over the mission's memory (--dry-run, --json, --agent)
   explain <FEATURE>  print the exact prompt the next invocation would get (--role worker|validator),
                      with the estimated tokens of each layer; runs nothing
   <FEATURE>          run the Ralph loop on one feature (e.g. F-001): worker iterations until the
@@ -37,12 +38,14 @@ Options (before or after the command):
   --parallel N       with `all`: up to N independent features at once, each in its own git
                      worktree (.harness/worktrees/<FEATURE>, branch harness/<FEATURE>), merged
                      back when accepted; needs git; agents' output then stays in output.log
-  --json             with `status`: print JSON for scripts
+  --json             with `status` or `curate`: print JSON for scripts
+  --dry-run          with `curate`: say what the pass would do, write nothing
+  --agent            with `curate`: let the curator's agent reword summary.md (checked)
   --worktree         run the feature in its own git worktree (what `all --parallel` does)
   -q, --quiet        do not copy the agent's output to the terminal (it still goes to output.log)
   -h, --help         show this help
 
-Coming with later versions: curate, report.
+Coming with later versions: report.
 
 Exit codes: 0 done (for `all`: every feature done); 1 usage, configuration or input error, or a
 rejected plan; 2 stopped by a guardrail (max_iterations); 3 blocked or failed for good (for `all`:
@@ -79,12 +82,13 @@ find_binaries() {
     die "the harness binaries are not built" "run \`make build\` in $HARNESS_HOME, or set HARNESS_BIN_DIR"
   fi
   local binary
-  for binary in worker validator planner; do
+  for binary in worker validator planner curator; do
     [[ -x $BIN_DIR/$binary ]] || die "no $binary binary in $BIN_DIR" "run \`make build\`, or fix HARNESS_BIN_DIR"
   done
   WORKER=$BIN_DIR/worker
   VALIDATOR=$BIN_DIR/validator
   PLANNER=$BIN_DIR/planner
+  CURATOR=$BIN_DIR/curator
 }
 
 # Sets RUN_ID to `<unix-time>-<role>-<FEATURE>`, suffixed -2, -3… if that run exists already.
@@ -244,7 +248,7 @@ cmd_all() {
 }
 
 main() {
-  WORKDIR=. MAX_ITERATIONS='' QUIET='' WORKTREE='' PARALLEL=1 JSON='' ROLE=''
+  WORKDIR=. MAX_ITERATIONS='' QUIET='' WORKTREE='' PARALLEL=1 JSON='' ROLE='' DRY_RUN='' AGENT=''
   local -a positional=()
   while [[ $# -gt 0 ]]; do
     case $1 in
@@ -263,6 +267,8 @@ main() {
       -q | --quiet) QUIET=1; shift ;;
       --worktree) WORKTREE=1; shift ;;
       --json) JSON=1; shift ;;
+      --dry-run) DRY_RUN=1; shift ;;
+      --agent) AGENT=1; shift ;;
       --role)
         [[ $# -ge 2 ]] || die "--role needs worker or validator"
         ROLE=$2
@@ -315,7 +321,12 @@ main() {
       find_binaries
       "$WORKER" explain -C "$WORKDIR" --feature "${positional[1]}" --role "${ROLE:-worker}"
       ;;
-    curate | report)
+    curate)
+      [[ ${#positional[@]} -eq 1 ]] || die "curate takes no argument"
+      find_binaries
+      "$CURATOR" -C "$WORKDIR" ${QUIET:+--quiet} ${JSON:+--json} ${DRY_RUN:+--dry-run} ${AGENT:+--agent}
+      ;;
+    report)
       die "'$command' is not available in this version of the harness" "run one feature with \`./run.sh <FEATURE>\`"
       ;;
     *)

@@ -3,6 +3,7 @@
 
 mod agent_io;
 mod bad_input;
+mod curator;
 mod demo;
 mod guardrails;
 mod init;

@@ -283,3 +283,37 @@ fn run_sh_serves_plan_status_and_replan() {
     let out = project.run(&["replan", "F-001"]);
     assert_eq!(code(&out), 1, "{}", text(&out.stderr));
 }
+
+#[test]
+fn auto_curate_runs_a_pass_after_each_verdict_and_curate_by_hand() {
+    // Two workers (features) report the same trick; a pass after each verdict promotes it.
+    let project = Project::new(
+        "features:\n  - id: F-001\n    title: One\n  - id: F-002\n    title: Two\n",
+        "scripts:\n  - match: {role: validator}\n    steps:\n      - [print: '<verdict>PASS</verdict>']\n  - steps:\n      - [print: 'TRICK: run the tests with -q to keep the log short', promise: true]\n",
+    );
+    project.config("", "validate: true\nauto_curate: true\n");
+    let out = project.run(&["all"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let summary = project.read_state("summary.md");
+    assert!(summary.contains("run the tests with -q"), "the pass promoted the trick seen twice:\n{summary}");
+
+    // By hand: a second pass with nothing new changes nothing.
+    let before = project.snapshot();
+    let out = project.run(&["curate", "--dry-run"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let out = project.run(&["curate"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let changed: Vec<_> = project
+        .snapshot()
+        .into_iter()
+        .filter(|file| !before.contains(file))
+        .map(|(path, _)| path)
+        .collect();
+    assert!(
+        changed.iter().all(|p| p.ends_with("curator.json") || p.to_string_lossy().contains("curations")),
+        "a second pass changed {changed:?}"
+    );
+    let out = project.run(&["curate", "--json"]);
+    assert_eq!(code(&out), 0);
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("curate --json prints JSON");
+}

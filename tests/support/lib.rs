@@ -23,7 +23,7 @@ pub fn bin_dir() -> PathBuf {
         .and_then(Path::parent)
         .expect("target/<profile>/deps/<test>")
         .to_path_buf();
-    for name in ["worker", "validator", "planner", "scripted-agent"] {
+    for name in ["worker", "validator", "planner", "curator", "scripted-agent"] {
         let binary = dir.join(name);
         let built = std::fs::metadata(&binary)
             .and_then(|m| m.modified())
@@ -187,6 +187,30 @@ impl Project {
             .env_remove("HARNESS_FEATURE_LOCK_PID")
             .stdin(Stdio::null());
         command.output().expect("planner starts")
+    }
+
+    /// The command that runs the `curator` binary with `-C <project>` and `args`, in the test
+    /// environment (HARNESS_HOME is the repository, for roles/).
+    pub fn curator_command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(bin_dir().join("curator"));
+        command
+            .arg("-C")
+            .arg(&self.workdir)
+            .args(args)
+            .env("HARNESS_HOME", repo_root())
+            .env("HARNESS_IDENTITY_DIR", self.identity_dir())
+            .env_remove("HARNESS_FEATURE_ID")
+            .env_remove("HARNESS_RUN_ID")
+            .env_remove("HARNESS_WORKDIR")
+            .env_remove("HARNESS_STATE_DIR")
+            .env_remove("HARNESS_FEATURE_LOCK_PID")
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Runs the `curator` binary on the project with `args`, to its end.
+    pub fn curator(&self, args: &[&str]) -> Output {
+        self.curator_command(args).output().expect("curator starts")
     }
 
     /// Runs git in the project.

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use crate::agent::Limits;
 use crate::budget::{Budgets, Remaining};
+use crate::curation::Params;
 use crate::error::InputError;
 use crate::presets::Preset;
 use crate::role::Role;
@@ -49,6 +50,12 @@ pub struct Config {
     /// What to do when an agent hits a rate or usage limit.
     #[serde(default)]
     pub rate_limit: RateLimit,
+    /// Run a curator pass after every validator verdict.
+    #[serde(default)]
+    pub auto_curate: bool,
+    /// The curator's thresholds and bounds.
+    #[serde(default)]
+    pub curator: Params,
 }
 
 /// Waiting out rate and usage limits instead of burning iterations on them.
@@ -401,6 +408,7 @@ impl Config {
             return Err("max_iterations must be at least 1".into());
         }
         self.budgets.check()?;
+        self.curator.check().map_err(|message| format!("curator: {message}"))?;
         let promise = &self.completion_promise;
         if promise.is_empty()
             || !promise

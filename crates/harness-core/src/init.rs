@@ -64,6 +64,13 @@ stall_iterations: 3
 
 # Rate and usage limits are waited out (not counted as iterations), up to max_waits in a row.
 rate_limit: {wait_secs: 300, max_waits: 12}
+
+# Run a curator pass (./run.sh curate) after every validator verdict.
+auto_curate: false
+# The curator's thresholds and bounds (the defaults shown):
+# curator: {similarity: 0.6, supersede_similarity: 0.4, promote_min_seen: 2, keep_raw: 10,
+#           summary_max_lines: 40, summary_max_tokens: 800, memory_max_lines: 200,
+#           graduate_trick_workers: 2, graduate_failure_missions: 2, graduate_convention_times: 3}
 "#;
 
 /// The mission.md written by `init`.
@@ -97,6 +104,7 @@ pub const GITIGNORE_TEMPLATE: &str = r#"# The harness's run-time state stays out
 /archive/
 /raw.md
 /plans/
+/curations/
 /worktrees/
 /scripted-agent/
 "#;

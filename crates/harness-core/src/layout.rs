@@ -124,6 +124,11 @@ impl StateDir {
         self.root.join("plan.json")
     }
 
+    /// `report.html`: the mission report (`./run.sh report`), one self-contained page.
+    pub fn report(&self) -> PathBuf {
+        self.root.join("report.html")
+    }
+
     /// `archive/`: raw entries the curator took out of raw.md.
     pub fn archive_dir(&self) -> PathBuf {
         self.root.join("archive")
@@ -162,6 +167,33 @@ impl StateDir {
     /// The lock that guards appends to raw.md.
     pub fn raw_lock(&self) -> PathBuf {
         self.locks_dir().join("raw.md.lock")
+    }
+
+    /// The lock the curator holds for a whole pass over summary.md and MEMORY.md; always taken
+    /// after raw.md's.
+    pub fn summary_lock(&self) -> PathBuf {
+        self.locks_dir().join("summary.md.lock")
+    }
+
+    /// `mission-id`: this mission's id, which keys its entry in the cross-mission ledger.
+    pub fn mission_id(&self) -> PathBuf {
+        self.root.join("mission-id")
+    }
+
+    /// `curator.json`: what the curator remembers between passes (where it put each item, the
+    /// bullets the user deleted, its agent's accepted wordings).
+    pub fn curator_record(&self) -> PathBuf {
+        self.root.join("curator.json")
+    }
+
+    /// `curations/`: one run directory per curator agent run (`curator --agent`).
+    pub fn curations_dir(&self) -> PathBuf {
+        self.root.join("curations")
+    }
+
+    /// `curations/<RUN_ID>/`: prompt.md, output.log, result.json of one curator agent run.
+    pub fn curation_run_dir(&self, run_id: &RunId) -> PathBuf {
+        self.curations_dir().join(run_id.as_str())
     }
 }
 
@@ -262,6 +294,16 @@ impl HarnessHome {
     /// `identity/<role>.md`: the role's cross-mission memory.
     pub fn identity(&self, role: Role) -> PathBuf {
         self.identity.join(format!("{role}.md"))
+    }
+
+    /// `identity/ledger.json`: the curator's cross-mission ledger of failure modes, by mission.
+    pub fn ledger(&self) -> PathBuf {
+        self.identity.join("ledger.json")
+    }
+
+    /// The lock curators of every project hold while they read and append to the identity files.
+    pub fn identity_lock(&self) -> PathBuf {
+        self.identity.join(".curator.lock")
     }
 }
 

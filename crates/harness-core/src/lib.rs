@@ -6,6 +6,7 @@ pub mod agent;
 pub mod atomic;
 pub mod budget;
 pub mod config;
+pub mod curation;
 pub mod error;
 pub mod exit_codes;
 pub mod explain;

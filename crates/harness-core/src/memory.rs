@@ -56,6 +56,14 @@ impl Tag {
             Tag::Outcome => "-",
         }
     }
+
+    /// The tag written `text` in raw.md (`TRICK`, …, `-`).
+    pub fn parse(text: &str) -> Option<Tag> {
+        Tag::AGENT_TAGS
+            .into_iter()
+            .chain([Tag::Outcome])
+            .find(|tag| tag.as_str() == text)
+    }
 }
 
 /// One raw.md line: `[2026-04-24T10:05:12Z] worker F-023 TRICK: text`.
@@ -85,6 +93,73 @@ impl fmt::Display for RawEntry {
             self.tag.as_str(),
             self.text
         )
+    }
+}
+
+/// Why a raw.md line is not an entry: a hand edit, or a line some other tool wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawLineError {
+    /// What is wrong, in a few words.
+    pub reason: String,
+}
+
+impl fmt::Display for RawLineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl std::error::Error for RawLineError {}
+
+impl RawEntry {
+    /// Reads one raw.md line (without its newline), the inverse of `Display`: only the exact
+    /// form the harness writes is an entry, so that `parse(line)?.to_string() == line`.
+    pub fn parse(line: &str) -> Result<RawEntry, RawLineError> {
+        let error = |reason: &str| RawLineError {
+            reason: reason.to_string(),
+        };
+        let rest = line
+            .strip_prefix('[')
+            .ok_or_else(|| error("does not start with `[<UTC time>]`"))?;
+        let (stamp, rest) = rest
+            .split_once("] ")
+            .ok_or_else(|| error("no `] ` after the time"))?;
+        let time = chrono::DateTime::parse_from_rfc3339(stamp)
+            .ok()
+            .map(|time| time.with_timezone(&chrono::Utc))
+            .filter(|time| time::format(*time) == stamp)
+            .ok_or_else(|| {
+                error("the time is not UTC RFC 3339 to the second (2026-04-24T10:05:12Z)")
+            })?;
+        let mut fields = rest.splitn(3, ' ');
+        let (Some(role), Some(feature), Some(rest)) = (fields.next(), fields.next(), fields.next())
+        else {
+            return Err(error(
+                "expected `<role> <FEATURE> <TAG>: <text>` after the time",
+            ));
+        };
+        let role = Role::ALL
+            .into_iter()
+            .find(|r| r.as_str() == role)
+            .ok_or_else(|| error("unknown role"))?;
+        let feature = match feature {
+            "-" => None,
+            id => Some(FeatureId::parse(id).map_err(|_| error("invalid feature id"))?),
+        };
+        let (tag, text) = rest
+            .split_once(':')
+            .ok_or_else(|| error("no `:` after the tag"))?;
+        let tag = Tag::parse(tag).ok_or_else(|| error("unknown tag"))?;
+        let text = text
+            .strip_prefix(' ')
+            .ok_or_else(|| error("no space after `<TAG>:`"))?;
+        Ok(RawEntry {
+            time,
+            role,
+            feature,
+            tag,
+            text: text.to_string(),
+        })
     }
 }
 
@@ -209,7 +284,9 @@ pub fn read_memory_layer(path: &Path) -> io::Result<Option<String>> {
     }))
 }
 
-fn strip_comments(text: &str) -> String {
+/// `text` without its HTML comments (`<!-- … -->`, possibly over several lines; an unclosed one
+/// runs to the end): what a prompt gets of a memory file.
+pub fn strip_comments(text: &str) -> String {
     let mut kept = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("<!--") {
@@ -255,6 +332,50 @@ mod tests {
         assert!(outcome
             .to_string()
             .ends_with("validator F-023 -: F-023 verified"));
+    }
+
+    #[test]
+    fn parse_reads_back_what_display_writes() {
+        let entry = RawEntry {
+            time: at(0),
+            role: Role::Validator,
+            feature: None,
+            tag: Tag::Outcome,
+            text: "F-1 verified: curl  -s works: yes ".into(),
+        };
+        assert_eq!(RawEntry::parse(&entry.to_string()), Ok(entry.clone()));
+        let empty = RawEntry {
+            text: String::new(),
+            tag: Tag::Fail,
+            ..entry
+        };
+        assert_eq!(RawEntry::parse(&empty.to_string()), Ok(empty));
+        let line =
+            "[2026-04-24T10:05:12Z] worker F-023 TRICK: psql -f drizzle/*.sql applies migrations";
+        assert_eq!(RawEntry::parse(line).unwrap().to_string(), line);
+    }
+
+    #[test]
+    fn parse_refuses_what_the_harness_never_writes() {
+        for (line, why) in [
+            ("my own note", "does not start"),
+            ("[2026-04-24 10:05:12] worker F-1 TRICK: x", "UTC RFC 3339"),
+            (
+                "[2026-04-24T10:05:12+00:00] worker F-1 TRICK: x",
+                "UTC RFC 3339",
+            ),
+            ("[2026-04-24T10:05:12Z] robot F-1 TRICK: x", "unknown role"),
+            (
+                "[2026-04-24T10:05:12Z] worker ../x TRICK: x",
+                "invalid feature",
+            ),
+            ("[2026-04-24T10:05:12Z] worker F-1 TIP: x", "unknown tag"),
+            ("[2026-04-24T10:05:12Z] worker F-1 TRICK:x", "no space"),
+            ("[2026-04-24T10:05:12Z] worker F-1", "expected"),
+        ] {
+            let error = RawEntry::parse(line).unwrap_err();
+            assert!(error.reason.contains(why), "{line}: {error}");
+        }
     }
 
     #[test]

@@ -107,6 +107,33 @@ fn instructions(iteration: u32, max_iterations: u32) -> String {
     )
 }
 
+/// `auto_curate: true`: a curator pass after the verdict, waiting behind a pass already running.
+/// Memory upkeep never fails the feature: a failed pass is a warning.
+fn auto_curate(request: &FeatureRequest, config: &crate::config::Config) {
+    let pass = crate::curation::run(&crate::curation::Request {
+        workdir: request.workdir.clone(),
+        state: request.state.clone(),
+        home: request.home.clone(),
+        params: config.curator.clone(),
+        dry_run: false,
+        agent: false,
+        wait: true,
+        run_id: None,
+        echo: false,
+        path_var: request.path_var.clone(),
+    });
+    match pass {
+        Ok(outcome) => {
+            for warning in &outcome.report.warnings {
+                eprintln!("validator: curator: warning: {warning}");
+            }
+        }
+        Err(error) => eprintln!(
+            "validator: warning: the curator pass after the verdict failed: {error:#}\nhint: `./run.sh curate` shows why"
+        ),
+    }
+}
+
 /// The validator's prompt, in its layers: L0, its role, its identity, the feature's spec, the
 /// worker's claim (the last section of the notes: what it printed last), the task, memory.
 pub fn validator_prompt(
@@ -349,6 +376,9 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
     session.save()?;
     if session.state.status == Status::Done {
         notes::remove(state_dir, &feature.id).context("cannot remove the notes")?;
+    }
+    if config.auto_curate {
+        auto_curate(request, &config);
     }
     Ok(RoleReport { exit_code, message })
 }

@@ -1,0 +1,378 @@
+//! Items: the entries of the log that say the same thing, grouped. An item has a stable id (that
+//! of its earliest entry), counters, and its evidence (every entry it stands for).
+//!
+//! Entries of one kind (lessons: TRICK and LESSON; decisions; things to avoid: AVOID and FAIL)
+//! are grouped when the [similarity](super::similarity) of their words reaches the threshold,
+//! transitively (two entries each like a third are one item), so the grouping does not depend on
+//! the order of the entries. Decisions are grouped only when their words are the same: a decision
+//! worded differently on the same subject is a newer decision, which supersedes the older one.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::features::FeatureId;
+use crate::memory::Tag;
+use crate::role::Role;
+use crate::time::Timestamp;
+
+use super::log::Line;
+use super::similarity::{similarity, words};
+
+/// The section an item belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// TRICK and LESSON: what works.
+    Lesson,
+    /// DECISION: what was decided.
+    Decision,
+    /// AVOID and FAIL: what does not work.
+    Avoid,
+}
+
+impl Kind {
+    /// The kind of an entry's tag; outcome lines (`-`) are not memory items.
+    pub fn of(tag: Tag) -> Option<Kind> {
+        match tag {
+            Tag::Trick | Tag::Lesson => Some(Kind::Lesson),
+            Tag::Decision => Some(Kind::Decision),
+            Tag::Avoid | Tag::Fail => Some(Kind::Avoid),
+            Tag::Outcome => None,
+        }
+    }
+}
+
+/// One raw entry an item stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evidence {
+    /// The entry's id (a hash of its raw line).
+    pub id: String,
+    /// When it was appended.
+    pub time: Timestamp,
+    /// Who wrote it.
+    pub role: Role,
+    /// Its feature.
+    pub feature: Option<FeatureId>,
+    /// Its tag.
+    pub tag: Tag,
+    /// Its text.
+    pub text: String,
+}
+
+impl Evidence {
+    /// Who reported it: a role on a feature. The worker on F-001 and the worker on F-004 are two
+    /// workers; the iterations on one feature are one worker (each reads its predecessor's
+    /// notes, so a repeat there is not an independent report).
+    pub fn worker(&self) -> String {
+        match (self.role, &self.feature) {
+            (Role::Worker, Some(feature)) => feature.to_string(),
+            (role, Some(feature)) => format!("{role} {feature}"),
+            (role, None) => role.to_string(),
+        }
+    }
+}
+
+/// A group of entries that say the same thing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    /// Stable id: the id of its earliest entry.
+    pub id: String,
+    /// Its section.
+    pub kind: Kind,
+    /// The most frequent tag of its entries.
+    pub tag: Tag,
+    /// What it says: the most frequent wording (for a decision, the latest).
+    pub text: String,
+    /// The normalised words of `text`.
+    pub words: Vec<String>,
+    /// Every entry it stands for, oldest first.
+    pub evidence: Vec<Evidence>,
+    /// Times seen: distinct invocations that reported it (a role on a feature at one time).
+    pub seen: usize,
+    /// Distinct workers that reported it (see [`Evidence::worker`]), sorted.
+    pub workers: Vec<String>,
+    /// Distinct features it was reported on, sorted.
+    pub features: Vec<String>,
+    /// The role that reported it most (its identity file, should it graduate).
+    pub role: Role,
+    /// Its earliest entry's time.
+    pub first_seen: Timestamp,
+    /// Its latest entry's time.
+    pub last_seen: Timestamp,
+    /// For a decision, the id of the newer decision on the same subject that replaces it.
+    pub superseded_by: Option<String>,
+}
+
+impl Item {
+    /// The ids of every entry of the item: a marker naming any of them names this item, even
+    /// after the item absorbed the one the marker was written for.
+    pub fn entry_ids(&self) -> impl Iterator<Item = &str> {
+        self.evidence.iter().map(|e| e.id.as_str())
+    }
+
+    /// Whether a marker naming any id of `ids` names this item.
+    pub fn named_by(&self, ids: &BTreeSet<String>) -> bool {
+        self.entry_ids().any(|id| ids.contains(id))
+    }
+}
+
+/// Entries of one kind with the same normalised words: one node of the grouping.
+type NodeKey = (Kind, Vec<String>);
+
+/// Groups the entries of `lines` into items, sorted by id. `threshold`: the similarity at which
+/// two entries say the same thing; `supersede`: the similarity at which a newer decision is on
+/// the same subject as an older one.
+pub fn group(lines: &[&Line], threshold: f64, supersede: f64) -> Vec<Item> {
+    // Entries with the same kind and the same words are one node; nodes are then joined.
+    let mut nodes: BTreeMap<NodeKey, Vec<Evidence>> = BTreeMap::new();
+    for line in lines {
+        let Ok(entry) = &line.entry else { continue };
+        let Some(kind) = Kind::of(entry.tag) else {
+            continue;
+        };
+        nodes
+            .entry((kind, words(&entry.text)))
+            .or_default()
+            .push(Evidence {
+                id: line.id(),
+                time: entry.time,
+                role: entry.role,
+                feature: entry.feature.clone(),
+                tag: entry.tag,
+                text: entry.text.clone(),
+            });
+    }
+    let nodes: Vec<(NodeKey, Vec<Evidence>)> = nodes.into_iter().collect();
+    let mut sets = DisjointSets::new(nodes.len());
+    let mut by_word: BTreeMap<(Kind, &str), Vec<usize>> = BTreeMap::new();
+    for (index, ((kind, node_words), _)) in nodes.iter().enumerate() {
+        if *kind == Kind::Decision {
+            continue;
+        }
+        for word in node_words {
+            by_word.entry((*kind, word)).or_default().push(index);
+        }
+    }
+    for (index, ((kind, node_words), _)) in nodes.iter().enumerate() {
+        let candidates: BTreeSet<usize> = node_words
+            .iter()
+            .filter_map(|word| by_word.get(&(*kind, word.as_str())))
+            .flatten()
+            .copied()
+            .filter(|&other| other > index)
+            .collect();
+        for other in candidates {
+            if similarity(node_words, &nodes[other].0 .1) >= threshold {
+                sets.join(index, other);
+            }
+        }
+    }
+    let mut groups: BTreeMap<usize, (Kind, Vec<Evidence>)> = BTreeMap::new();
+    for (index, ((kind, _), evidence)) in nodes.into_iter().enumerate() {
+        groups
+            .entry(sets.root(index))
+            .or_insert_with(|| (kind, Vec::new()))
+            .1
+            .extend(evidence);
+    }
+    let mut items: Vec<Item> = groups
+        .into_values()
+        .map(|(kind, evidence)| item(kind, evidence))
+        .collect();
+    items.sort_by(|a, b| a.id.cmp(&b.id));
+    mark_superseded(&mut items, supersede);
+    items
+}
+
+/// An item from its kind and entries.
+fn item(kind: Kind, mut evidence: Vec<Evidence>) -> Item {
+    evidence.sort_by(|a, b| (a.time, &a.id).cmp(&(b.time, &b.id)));
+    let first = &evidence[0];
+    let last = &evidence[evidence.len() - 1];
+    let text = if kind == Kind::Decision {
+        last.text.clone()
+    } else {
+        // The wording said most often; among equals, the earliest.
+        let mut counts: BTreeMap<&str, (usize, Timestamp)> = BTreeMap::new();
+        for e in &evidence {
+            let slot = counts.entry(&e.text).or_insert((0, e.time));
+            slot.0 += 1;
+        }
+        counts
+            .into_iter()
+            .max_by(|(a_text, (a_n, a_t)), (b_text, (b_n, b_t))| {
+                a_n.cmp(b_n).then(b_t.cmp(a_t)).then(b_text.cmp(a_text))
+            })
+            .map(|(text, _)| text.to_string())
+            .unwrap_or_default()
+    };
+    let tag = most_frequent(evidence.iter().map(|e| e.tag), |tag| tag as usize);
+    let role = most_frequent(evidence.iter().map(|e| e.role), |role| {
+        Role::ALL.iter().position(|r| *r == role).unwrap_or(0)
+    });
+    let invocations: BTreeSet<(&str, Option<&str>, Timestamp)> = evidence
+        .iter()
+        .map(|e| {
+            (
+                e.role.as_str(),
+                e.feature.as_ref().map(FeatureId::as_str),
+                e.time,
+            )
+        })
+        .collect();
+    let workers: BTreeSet<String> = evidence.iter().map(Evidence::worker).collect();
+    let features: BTreeSet<String> = evidence
+        .iter()
+        .filter_map(|e| e.feature.as_ref().map(ToString::to_string))
+        .collect();
+    Item {
+        id: first.id.clone(),
+        kind,
+        tag,
+        words: words(&text),
+        text,
+        seen: invocations.len(),
+        workers: workers.into_iter().collect(),
+        features: features.into_iter().collect(),
+        role,
+        first_seen: first.time,
+        last_seen: last.time,
+        superseded_by: None,
+        evidence,
+    }
+}
+
+/// The value seen most often; among equals, the one with the lowest `rank`.
+fn most_frequent<T: Copy + PartialEq>(
+    values: impl Iterator<Item = T>,
+    rank: impl Fn(T) -> usize,
+) -> T {
+    let mut counts: Vec<(T, usize)> = Vec::new();
+    for value in values {
+        match counts.iter_mut().find(|(v, _)| *v == value) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((value, 1)),
+        }
+    }
+    counts
+        .into_iter()
+        .max_by(|(a, a_n), (b, b_n)| a_n.cmp(b_n).then(rank(*b).cmp(&rank(*a))))
+        .map(|(value, _)| value)
+        .expect("an item has at least one entry")
+}
+
+/// Marks each decision that a later decision on the same subject replaces: its successor is the
+/// most similar of those later ones (then the latest).
+fn mark_superseded(items: &mut [Item], supersede: f64) {
+    let decisions: Vec<usize> = (0..items.len())
+        .filter(|&i| items[i].kind == Kind::Decision)
+        .collect();
+    for &older in &decisions {
+        let successor = decisions
+            .iter()
+            .filter(|&&newer| items[newer].last_seen > items[older].last_seen)
+            .map(|&newer| (similarity(&items[older].words, &items[newer].words), newer))
+            .filter(|(score, _)| *score >= supersede)
+            .max_by(|(a_score, a), (b_score, b)| {
+                a_score
+                    .total_cmp(b_score)
+                    .then(items[*a].last_seen.cmp(&items[*b].last_seen))
+                    .then(items[*b].id.cmp(&items[*a].id))
+            })
+            .map(|(_, newer)| items[newer].id.clone());
+        items[older].superseded_by = successor;
+    }
+}
+
+/// Union-find over node indices; the root of a set is its smallest index, so the result does not
+/// depend on the order of the joins.
+struct DisjointSets {
+    parent: Vec<usize>,
+}
+
+impl DisjointSets {
+    fn new(size: usize) -> Self {
+        Self {
+            parent: (0..size).collect(),
+        }
+    }
+
+    fn root(&mut self, mut node: usize) -> usize {
+        while self.parent[node] != node {
+            self.parent[node] = self.parent[self.parent[node]];
+            node = self.parent[node];
+        }
+        node
+    }
+
+    fn join(&mut self, a: usize, b: usize) {
+        let (a, b) = (self.root(a), self.root(b));
+        let (low, high) = (a.min(b), a.max(b));
+        self.parent[high] = low;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::log;
+    use super::*;
+
+    fn lines(text: &str) -> Vec<Line> {
+        log::read(text.as_bytes(), &[]).raw
+    }
+
+    fn grouped(text: &str) -> Vec<Item> {
+        let lines = lines(text);
+        group(&lines.iter().collect::<Vec<_>>(), 0.6, 0.4)
+    }
+
+    #[test]
+    fn paraphrases_from_two_workers_are_one_item_with_counters() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 TRICK: psql -f drizzle/*.sql applies migrations in filename order\n\
+             [2026-04-24T11:00:00Z] worker F-004 TRICK: migrations are applied in filename order by psql -f drizzle/*.sql\n\
+             [2026-04-24T11:00:00Z] worker F-004 TRICK: migrations are applied in filename order by psql -f drizzle/*.sql\n\
+             [2026-04-24T12:00:00Z] worker F-004 LESSON: cargo fmt before every commit\n\
+             [2026-04-24T12:00:00Z] validator F-004 -: F-004 verified\n",
+        );
+        assert_eq!(items.len(), 2);
+        let trick = items.iter().find(|i| i.tag == Tag::Trick).unwrap();
+        assert_eq!(trick.evidence.len(), 3);
+        assert_eq!(trick.seen, 2);
+        assert_eq!(trick.workers, ["F-001", "F-004"]);
+        assert_eq!(trick.id, trick.evidence[0].id);
+        assert!(
+            trick.text.starts_with("migrations are applied"),
+            "most said"
+        );
+        assert_eq!(trick.first_seen.to_rfc3339(), "2026-04-24T10:00:00+00:00");
+    }
+
+    #[test]
+    fn a_newer_decision_on_the_same_subject_supersedes() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: SQLite for the test database\n\
+             [2026-04-24T11:00:00Z] worker F-002 DECISION: pytest for the test suite\n\
+             [2026-04-25T10:00:00Z] worker F-003 DECISION: Postgres for the test database, not SQLite\n",
+        );
+        let by_text = |start: &str| items.iter().find(|i| i.text.starts_with(start)).unwrap();
+        let newer = by_text("Postgres");
+        assert_eq!(
+            by_text("SQLite").superseded_by.as_deref(),
+            Some(newer.id.as_str())
+        );
+        assert_eq!(by_text("pytest").superseded_by, None);
+        assert_eq!(newer.superseded_by, None);
+    }
+
+    #[test]
+    fn grouping_does_not_depend_on_the_order_of_lines() {
+        let text = "[2026-04-24T10:00:00Z] worker F-1 LESSON: alpha beta gamma\n\
+                    [2026-04-24T10:00:01Z] worker F-2 LESSON: beta gamma delta\n\
+                    [2026-04-24T10:00:02Z] worker F-3 LESSON: gamma delta epsilon\n\
+                    [2026-04-24T10:00:03Z] worker F-4 LESSON: zeta eta theta\n";
+        let forward = grouped(text);
+        let reversed: String = text.lines().rev().map(|l| format!("{l}\n")).collect();
+        assert_eq!(grouped(&reversed), forward);
+        // alpha~beta~gamma chain: 1 and 2 are alike, 2 and 3 are alike: one item.
+        assert_eq!(forward.len(), 2);
+    }
+}
