@@ -121,11 +121,8 @@ fn bad_options_are_usage_errors() {
         "--parallel needs a whole number",
     );
     refused(&project, &["replan"], "replan needs one feature");
-    refused(
-        &project,
-        &["curate"],
-        "'curate' is not available in this version",
-    );
+    refused(&project, &["explain"], "explain needs one feature");
+    refused(&project, &["curate", "F-001"], "curate takes no argument");
     let out = project.run(&["-C", "/no/such/dir", "F-001"]);
     assert_eq!(code(&out), 1);
 }

@@ -295,7 +295,10 @@ fn auto_curate_runs_a_pass_after_each_verdict_and_curate_by_hand() {
     let out = project.run(&["all"]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     let summary = project.read_state("summary.md");
-    assert!(summary.contains("run the tests with -q"), "the pass promoted the trick seen twice:\n{summary}");
+    assert!(
+        summary.contains("run the tests with -q"),
+        "the pass promoted the trick seen twice:\n{summary}"
+    );
 
     // By hand: a second pass with nothing new changes nothing.
     let before = project.snapshot();
@@ -310,7 +313,9 @@ fn auto_curate_runs_a_pass_after_each_verdict_and_curate_by_hand() {
         .map(|(path, _)| path)
         .collect();
     assert!(
-        changed.iter().all(|p| p.ends_with("curator.json") || p.to_string_lossy().contains("curations")),
+        changed
+            .iter()
+            .all(|p| p.ends_with("curator.json") || p.to_string_lossy().contains("curations")),
         "a second pass changed {changed:?}"
     );
     let out = project.run(&["curate", "--json"]);

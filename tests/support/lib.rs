@@ -23,7 +23,13 @@ pub fn bin_dir() -> PathBuf {
         .and_then(Path::parent)
         .expect("target/<profile>/deps/<test>")
         .to_path_buf();
-    for name in ["worker", "validator", "planner", "curator", "scripted-agent"] {
+    for name in [
+        "worker",
+        "validator",
+        "planner",
+        "curator",
+        "scripted-agent",
+    ] {
         let binary = dir.join(name);
         let built = std::fs::metadata(&binary)
             .and_then(|m| m.modified())

@@ -408,7 +408,9 @@ impl Config {
             return Err("max_iterations must be at least 1".into());
         }
         self.budgets.check()?;
-        self.curator.check().map_err(|message| format!("curator: {message}"))?;
+        self.curator
+            .check()
+            .map_err(|message| format!("curator: {message}"))?;
         let promise = &self.completion_promise;
         if promise.is_empty()
             || !promise
@@ -460,6 +462,9 @@ pub fn read_input(path: &Path) -> Result<String, InputError> {
 
 /// Deserialises YAML, turning serde's error into one line with the file and line.
 pub fn parse_yaml<T: DeserializeOwned>(text: &str, path: &Path) -> Result<T, InputError> {
+    if let Some((line, problem)) = unparsable(text) {
+        return Err(InputError::in_file(path, problem).at_line(Some(line)));
+    }
     serde_yaml::from_str(text).map_err(|error| {
         let line = error.location().map(|location| location.line());
         let mut message = error.to_string();
@@ -469,6 +474,66 @@ pub fn parse_yaml<T: DeserializeOwned>(text: &str, path: &Path) -> Result<T, Inp
         }
         InputError::in_file(path, message).at_line(line)
     })
+}
+
+/// The deepest nesting of `[…]` and `{…}` a YAML input may have. serde_yaml refuses anything
+/// past 128 levels anyway, but only after its parser went through all of it, in time that grows
+/// with the square of the depth (a 200 KB file of brackets took minutes).
+pub const MAX_YAML_NESTING: usize = 128;
+
+/// What makes `text` unreadable as YAML before a parser sees it, with its 1-based line: a control
+/// character (YAML allows tab, newline and carriage return only; serde_yaml names no line for
+/// one), or flow collections nested past [`MAX_YAML_NESTING`]. Brackets inside quotes and
+/// comments are not counted; a block scalar's may be, which takes a text far stranger than any
+/// spec to matter.
+fn unparsable(text: &str) -> Option<(usize, String)> {
+    let mut line = 1;
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    let mut comment = false;
+    let mut escaped = false;
+    let mut previous = '\n';
+    for c in text.chars() {
+        if c.is_control() && !matches!(c, '\t' | '\n' | '\r' | '\u{85}') {
+            return Some((
+                line,
+                format!(
+                    "the file holds the control character U+{:04X}, which YAML does not allow",
+                    c as u32
+                ),
+            ));
+        }
+        match (quote, c) {
+            (_, '\n') => {
+                line += 1;
+                comment = false;
+            }
+            _ if comment => {}
+            (Some('"'), '\\') => escaped = !escaped,
+            (Some(open), c) if c == open && !escaped => quote = None,
+            (Some(_), _) => {}
+            (None, '#') if previous.is_whitespace() => comment = true,
+            (None, '"' | '\'') if depth > 0 || previous.is_whitespace() || previous == ':' => {
+                quote = Some(c)
+            }
+            (None, '[' | '{') => {
+                depth += 1;
+                if depth > MAX_YAML_NESTING {
+                    return Some((
+                        line,
+                        format!("lists or maps are nested more than {MAX_YAML_NESTING} deep"),
+                    ));
+                }
+            }
+            (None, ']' | '}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if c != '\\' {
+            escaped = false;
+        }
+        previous = c;
+    }
+    None
 }
 
 /// A short description of an I/O error ("no such file", "permission denied").

@@ -63,6 +63,29 @@ pub fn tail_chars(text: &str, count: usize) -> &str {
     }
 }
 
+/// How much of the notes a prompt carries, in characters: the newest sections, so that a long
+/// run's prompt does not grow with its history.
+pub const PROMPT_CHARS: usize = 12_000;
+
+/// The notes as a prompt carries them: whole, or their newest whole sections within
+/// [`PROMPT_CHARS`] after a line saying how many were left out (they stay in the file).
+pub fn for_prompt(notes: &str) -> std::borrow::Cow<'_, str> {
+    if notes.chars().count() <= PROMPT_CHARS {
+        return std::borrow::Cow::Borrowed(notes);
+    }
+    let tail = tail_chars(notes, PROMPT_CHARS);
+    // Start at a section boundary so no section is cut in the middle.
+    let kept = match tail.find("\n## ") {
+        Some(at) => &tail[at + 1..],
+        None => tail,
+    };
+    let sections = |text: &str| text.lines().filter(|l| l.starts_with("## ")).count();
+    let left_out = sections(notes).saturating_sub(sections(kept));
+    std::borrow::Cow::Owned(format!(
+        "({left_out} earlier sections left out; all are in .harness/notes/)\n\n{kept}"
+    ))
+}
+
 /// Appends `section` to the feature's notes (a whole-file atomic rewrite: never a torn section).
 pub fn append(state: &StateDir, feature: &FeatureId, section: &str) -> io::Result<()> {
     let path = state.notes(feature);
@@ -147,6 +170,34 @@ mod tests {
         assert_eq!(tail_chars("héllo", 3), "llo");
         assert_eq!(tail_chars("hi", 3), "hi");
         assert_eq!(tail_chars("hi", 0), "");
+    }
+
+    #[test]
+    fn a_prompt_carries_only_the_newest_whole_sections() {
+        let mut notes = String::new();
+        for attempt in 1..=30 {
+            notes.push_str(&note(attempt, &"x".repeat(2000)));
+        }
+        let short = for_prompt(&notes);
+        assert!(short.chars().count() <= PROMPT_CHARS + 100);
+        assert!(short.contains("## Attempt 30 — worker"));
+        assert!(!short.contains("## Attempt 1 — worker"));
+        let first_kept = short
+            .lines()
+            .find(|l| l.starts_with("## "))
+            .unwrap()
+            .to_string();
+        let kept_from: u32 = first_kept["## Attempt ".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            short.starts_with(&format!("({} earlier sections left out", kept_from - 1)),
+            "{short}"
+        );
+        assert_eq!(for_prompt("## Attempt 1\nshort"), "## Attempt 1\nshort");
     }
 
     #[test]

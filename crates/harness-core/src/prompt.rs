@@ -104,7 +104,7 @@ impl Prompt {
         match notes {
             Some(notes) => self.untrusted(&format!(
                 "## Previous Agent Notes\n\nWhat earlier attempts on this feature printed last (oldest first):\n\n{}",
-                notes.trim()
+                crate::notes::for_prompt(notes.trim())
             )),
             None => self,
         }
