@@ -1,7 +1,7 @@
 # The one entry point: `make demo`, `make test`, `make ci` (what .ci/run calls).
 CARGO ?= cargo
 
-.PHONY: all build build-debug test lint fmt clippy ci demo install clean help
+.PHONY: all build build-debug test lint fmt clippy ci demo install clean help test-browser
 
 all: build
 
@@ -34,6 +34,11 @@ ci: lint test
 
 demo: build
 	./examples/demo.sh
+
+# Opt-in: runs a scripted mission, opens its report in headless Chromium (Debian's `chromium`)
+# and saves screenshots into docs/ (tests/browser/screenshot.sh --help).
+test-browser:
+	./tests/browser/screenshot.sh
 
 install:
 	$(CARGO) install --path crates/worker --root $${CARGO_HOME:-$$HOME/.cargo}

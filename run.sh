@@ -23,6 +23,8 @@ Commands:
                      (never touching features that are done, started or edited by hand)
   replan <FEATURE>   re-break a failed feature into smaller ones (<FEATURE>.1, .2, ...)
   status             the status board: one line per feature and the mission's totals
+  report             write .harness/report.html, the mission at a glance (also written at the end
+                     of every run)
   curate             one curator pass over the mission's memory (--dry-run, --json, --agent)
   explain <FEATURE>  print the exact prompt the next invocation would get (--role worker|validator),
                      with the estimated tokens of each layer; runs nothing
@@ -44,8 +46,6 @@ Options (before or after the command):
   --worktree         run the feature in its own git worktree (what `all --parallel` does)
   -q, --quiet        do not copy the agent's output to the terminal (it still goes to output.log)
   -h, --help         show this help
-
-Coming with later versions: report.
 
 Exit codes: 0 done (for `all`: every feature done); 1 usage, configuration or input error, or a
 rejected plan; 2 stopped by a guardrail (max_iterations); 3 blocked or failed for good (for `all`:
@@ -131,6 +131,15 @@ run_child() {
   done
   CHILDREN=()
   return "$rc"
+}
+
+# At the end of every run that may have changed the state, .harness/report.html is written anew.
+# A failure to write it (a broken config, say) never changes the run's exit status.
+report_on_exit() {
+  trap - EXIT
+  [[ -n ${PLANNER:-} && -d $STATE_DIR ]] || return 0
+  "$PLANNER" report -C "$WORKDIR" >/dev/null 2>&1 ||
+    printf 'run.sh: warning: could not write .harness/report.html (./run.sh report shows why)\n' >&2
 }
 
 cmd_init() {
@@ -298,6 +307,10 @@ main() {
 
   local command=${positional[0]:-help}
   case $command in
+    help | init | status | explain | report) ;;
+    *) trap report_on_exit EXIT ;; # a feature, all, plan, replan, curate
+  esac
+  case $command in
     help) usage ;;
     init) [[ ${#positional[@]} -eq 1 ]] || die "init takes no argument"; cmd_init ;;
     all) [[ ${#positional[@]} -eq 1 ]] || die "all takes no argument"; cmd_all ;;
@@ -327,7 +340,9 @@ main() {
       "$CURATOR" -C "$WORKDIR" ${QUIET:+--quiet} ${JSON:+--json} ${DRY_RUN:+--dry-run} ${AGENT:+--agent}
       ;;
     report)
-      die "'$command' is not available in this version of the harness" "run one feature with \`./run.sh <FEATURE>\`"
+      [[ ${#positional[@]} -eq 1 ]] || die "report takes no argument"
+      find_binaries
+      "$PLANNER" report -C "$WORKDIR"
       ;;
     *)
       [[ ${#positional[@]} -eq 1 ]] || die "one feature at a time: ${positional[*]}"

@@ -11,5 +11,6 @@ mod mission;
 mod planner;
 mod presets;
 mod ralph_loop;
+mod report;
 mod resume;
 mod validator;

@@ -103,6 +103,7 @@ pub const GITIGNORE_TEMPLATE: &str = r#"# The harness's run-time state stays out
 /notes/
 /archive/
 /raw.md
+/report.html
 /plans/
 /curations/
 /worktrees/

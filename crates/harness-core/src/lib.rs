@@ -23,6 +23,7 @@ pub mod presets;
 pub mod progress;
 pub mod prompt;
 pub mod ralph;
+pub mod report;
 pub mod role;
 pub mod run_state;
 pub mod schedule;

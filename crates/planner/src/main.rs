@@ -1,8 +1,10 @@
 //! `planner`: breaks the mission into features (`plan`), re-breaks a failed feature into smaller
-//! ones (`replan`), shows the status board (`status`), and tells `./run.sh all` what to run next
-//! (`next`) and how the mission ended (`outcome`). All the rules are in `harness_core::plan`,
-//! `harness_core::schedule` and `harness_core::status`.
+//! ones (`replan`), shows the status board (`status`), writes the mission report (`report`), and
+//! tells `./run.sh all` what to run next (`next`) and how the mission ended (`outcome`). All the
+//! rules are in `harness_core::plan`, `harness_core::schedule`, `harness_core::status` and
+//! `harness_core::report`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -13,7 +15,7 @@ use harness_core::features::FeatureId;
 use harness_core::layout::RunId;
 use harness_core::plan::{run_plan, run_replan, PlanReport, PlanRequest};
 use harness_core::session::FeatureRequest;
-use harness_core::{schedule, status, time};
+use harness_core::{report, schedule, status, time};
 
 /// The planner role and the mission's bookkeeping.
 ///
@@ -52,6 +54,16 @@ enum Command {
         /// One JSON object (`features`, `totals`) instead of the table.
         #[arg(long)]
         json: bool,
+    },
+    /// Write the mission report: one self-contained HTML page with the mission's totals, a
+    /// timeline of every feature's attempts (linking to their prompt.md and output.log) and the
+    /// memory. Prints the page's path.
+    Report {
+        #[command(flatten)]
+        place: Place,
+        /// Where to write the page [default: <state dir>/report.html].
+        #[arg(long, short, value_name = "PATH")]
+        output: Option<PathBuf>,
     },
     /// Print the features ready to run, one a line, in the order of features.yaml. First marks
     /// blocked every feature whose dependency failed or is blocked.
@@ -99,6 +111,7 @@ fn main() -> ExitCode {
         Command::Plan { run } => plan(run),
         Command::Replan { feature, run } => replan(&feature, run),
         Command::Status { place, json } => board(place, json),
+        Command::Report { place, output } => write_report(place, output),
         Command::Next {
             place,
             exclude,
@@ -162,6 +175,14 @@ fn board(place: Place, json: bool) -> anyhow::Result<u8> {
     } else {
         print!("{}", board.render_text());
     }
+    Ok(exit_codes::DONE)
+}
+
+fn write_report(place: Place, output: Option<PathBuf>) -> anyhow::Result<u8> {
+    let (_, state) = place.resolve()?;
+    let output = output.unwrap_or_else(|| state.report());
+    report::write_report(&state, &output, time::now())?;
+    println!("{}", output.display());
     Ok(exit_codes::DONE)
 }
 
