@@ -136,7 +136,10 @@ run_child() {
 # At the end of every run that may have changed the state, .harness/report.html is written anew.
 # A failure to write it (a broken config, say) never changes the run's exit status.
 report_on_exit() {
+  local status=$?
   trap - EXIT
+  # An input error (1) or a feature run by someone else (75) changed nothing: neither does this.
+  [[ $status -ne 1 && $status -ne 75 ]] || return 0
   [[ -n ${PLANNER:-} && -d $STATE_DIR ]] || return 0
   "$PLANNER" report -C "$WORKDIR" >/dev/null 2>&1 ||
     printf 'run.sh: warning: could not write .harness/report.html (./run.sh report shows why)\n' >&2

@@ -322,3 +322,18 @@ fn auto_curate_runs_a_pass_after_each_verdict_and_curate_by_hand() {
     assert_eq!(code(&out), 0);
     serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("curate --json prints JSON");
 }
+
+#[test]
+fn every_run_leaves_a_fresh_report_and_input_errors_leave_none() {
+    let project = Project::new(
+        "features:\n  - id: F-001\n    title: One\n",
+        "steps:\n  - [promise: true]\n",
+    );
+    let out = project.run(&["F-404"]);
+    assert_eq!(code(&out), 1);
+    assert!(!project.state_dir().join("report.html").exists());
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let html = project.read_state("report.html");
+    assert!(html.contains("F-001") && html.contains("</html>"), "{html}");
+}
