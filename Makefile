@@ -1,7 +1,7 @@
 # The one entry point: `make demo`, `make test`, `make ci` (what .ci/run calls).
 CARGO ?= cargo
 
-.PHONY: all build build-debug test lint fmt clippy ci demo install clean help test-browser
+.PHONY: all build build-debug test lint fmt clippy ci demo install clean help test-browser bench
 
 all: build
 
@@ -34,6 +34,13 @@ ci: lint test
 
 demo: build
 	./examples/demo.sh
+
+# The benchmarks of BENCHMARKS.md (not part of `make test`): about 10 minutes on 2 cores. The
+# Markdown report goes to target/bench/report.md, then to stdout; progress to stderr.
+bench: build
+	@mkdir -p target/bench
+	./target/release/harness-bench >target/bench/report.md
+	@cat target/bench/report.md
 
 # Opt-in: runs a scripted mission, opens its report in headless Chromium (Debian's `chromium`)
 # and saves screenshots into docs/ (tests/browser/screenshot.sh --help).

@@ -3,6 +3,7 @@
 
 mod agent_io;
 mod bad_input;
+mod bad_input_corpus;
 mod curator;
 mod demo;
 mod guardrails;
@@ -11,6 +12,7 @@ mod mission;
 mod planner;
 mod presets;
 mod ralph_loop;
+mod reliability;
 mod report;
 mod resume;
 mod validator;

@@ -625,6 +625,45 @@ mod tests {
         assert_eq!(error.line, Some(3));
     }
 
+    /// Regression: 100,000 nested brackets kept the parser busy for minutes (time grows with
+    /// the square of the depth) before serde_yaml's own depth limit refused them.
+    #[test]
+    fn a_bracket_bomb_is_refused_at_once_with_its_line() {
+        let deep = |depth: usize| {
+            format!(
+                "agent:\n  command: {}{}\n",
+                "[".repeat(depth),
+                "]".repeat(depth)
+            )
+        };
+        let started = std::time::Instant::now();
+        let error = parse(&deep(100_000)).unwrap_err();
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(error.line, Some(2));
+        assert!(
+            error.message.contains("nested more than 128 deep"),
+            "{error}"
+        );
+        // Within the bound, the parser's own error is kept.
+        let error = parse(&deep(100)).unwrap_err();
+        assert!(error.message.contains("agent.command"), "{error}");
+        // Brackets in quotes and comments do not count.
+        let quoted = format!(
+            "agent:\n  command: [\"{0}\", '{0}'] # {0}\n",
+            "[".repeat(200)
+        );
+        assert!(parse(&quoted).is_ok());
+    }
+
+    #[test]
+    fn a_control_character_is_named_with_its_line() {
+        let error = parse("agent:\n  command: [sh]\nmax_iterations: 3\0\n").unwrap_err();
+        assert_eq!(error.line, Some(3));
+        assert!(error.message.contains("U+0000"), "{error}");
+        assert!(parse("agent:\r\n\tcommand: [sh]\r\n").is_err()); // a tab indent: YAML's error
+        assert!(parse("agent:\r\n  command: [\"a\tb\"]\r\n").is_ok());
+    }
+
     #[test]
     fn read_input_names_the_file_and_drops_a_bom() {
         let dir = tempfile::tempdir().unwrap();

@@ -28,6 +28,18 @@ fn git(workdir: &Path, args: &[&str]) -> Option<(bool, String)> {
     Some((output.status.success(), text))
 }
 
+fn git_bytes(workdir: &Path, args: &[&str]) -> Option<(bool, Vec<u8>)> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(workdir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    Some((output.status.success(), output.stdout))
+}
+
 /// Runs git in `workdir` and returns its trimmed stdout, or an error holding what git said.
 pub fn run(workdir: &Path, args: &[&str]) -> anyhow::Result<String> {
     let output = Command::new("git")
@@ -68,32 +80,112 @@ pub fn head(workdir: &Path) -> Head {
     }
 }
 
-/// A fingerprint of the working tree — HEAD, `git status` and the diff — so that two equal
-/// fingerprints mean nothing changed; `None` without a repository.
-pub fn fingerprint(workdir: &Path) -> Option<u64> {
+/// What an attempt's bookkeeping needs to know of the working tree: HEAD, and a fingerprint
+/// such that two equal fingerprints mean nothing changed (`None` without a repository).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tree {
+    /// HEAD.
+    pub head: Head,
+    /// HEAD, the status of every changed path, the content of changed tracked files, and the
+    /// size and time of untracked ones, hashed; `None` without a repository.
+    pub fingerprint: Option<u64>,
+}
+
+impl Tree {
+    /// Not a repository (or git is not installed).
+    pub const NOT_A_REPO: Tree = Tree {
+        head: Head::NotARepo,
+        fingerprint: None,
+    };
+}
+
+/// Looks at the working tree with a single `git status` (it runs before and after every
+/// attempt, so it is one process, not one per question): HEAD from its branch header, the
+/// changed paths from its entries.
+pub fn observe(workdir: &Path) -> Tree {
     use std::hash::{Hash, Hasher};
-    if head(workdir) == Head::NotARepo {
-        return None;
-    }
+    let Some((true, status)) = git_bytes(
+        workdir,
+        &[
+            "status",
+            "--porcelain=v2",
+            "--branch",
+            "--untracked-files=all",
+            "-z",
+        ],
+    ) else {
+        return Tree::NOT_A_REPO;
+    };
+    // Paths in the output are relative to the top of the repository.
+    let top = if workdir.join(".git").exists() {
+        workdir.to_path_buf()
+    } else {
+        match git(workdir, &["rev-parse", "--show-toplevel"]) {
+            Some((true, top)) if !top.is_empty() => top.into(),
+            _ => workdir.to_path_buf(),
+        }
+    };
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    for args in [
-        &["rev-parse", "--verify", "-q", "HEAD"][..],
-        &["status", "--porcelain", "--untracked-files=all"][..],
-        &["diff", "HEAD"][..],
-    ] {
-        git(workdir, args).map(|(_, out)| out).hash(&mut hasher);
-    }
-    // The diff does not see inside untracked files: their size and time stand for their content.
-    if let Some((_, untracked)) = git(workdir, &["ls-files", "--others", "--exclude-standard"]) {
-        for path in untracked.lines() {
-            path.hash(&mut hasher);
-            if let Ok(meta) = std::fs::metadata(workdir.join(path)) {
+    status.hash(&mut hasher);
+    let mut head = Head::Unborn;
+    let mut records = status.split(|&b| b == 0);
+    while let Some(record) = records.next() {
+        let text = String::from_utf8_lossy(record);
+        if let Some(oid) = text.strip_prefix("# branch.oid ") {
+            if oid != "(initial)" {
+                head = Head::At(oid.to_string());
+            }
+        } else if let Some(path) = text.strip_prefix("? ") {
+            // Untracked: its size and time stand for its content.
+            if let Ok(meta) = std::fs::metadata(top.join(path)) {
                 meta.len().hash(&mut hasher);
                 meta.modified().ok().hash(&mut hasher);
             }
+        } else {
+            // A changed tracked file (`1`), a rename or copy (`2`, followed by its old path),
+            // an unmerged one (`u`): its content is what `git diff HEAD` would show.
+            let path = match record.first() {
+                Some(b'1') => text.splitn(9, ' ').nth(8),
+                Some(b'2') => {
+                    records.next();
+                    text.splitn(10, ' ').nth(9)
+                }
+                Some(b'u') => text.splitn(11, ' ').nth(10),
+                _ => None,
+            };
+            if let Some(path) = path {
+                hash_content(&top.join(path), &mut hasher);
+            }
         }
     }
-    Some(hasher.finish())
+    Tree {
+        head,
+        fingerprint: Some(hasher.finish()),
+    }
+}
+
+/// Feeds a file's bytes (or why it cannot be read) to `hasher`, in bounded memory.
+fn hash_content(path: &Path, hasher: &mut impl std::hash::Hasher) {
+    use std::hash::Hash;
+    use std::io::Read;
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(error) => return error.kind().hash(hasher),
+    };
+    let mut buffer = [0u8; 64 << 10];
+    loop {
+        match file.read(&mut buffer) {
+            Ok(0) => return,
+            Ok(count) => hasher.write(&buffer[..count]),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return error.kind().hash(hasher),
+        }
+    }
+}
+
+/// A fingerprint of the working tree (see [`observe`]); `None` without a repository.
+pub fn fingerprint(workdir: &Path) -> Option<u64> {
+    observe(workdir).fingerprint
 }
 
 /// Commits on HEAD now that were not reachable from `before`; `None` without a repository.
@@ -107,6 +199,15 @@ pub fn new_commits(workdir: &Path, before: &Head) -> Option<u64> {
         Some((true, count)) => count.parse().ok(),
         // HEAD still unborn: nothing was committed.
         _ => Some(0),
+    }
+}
+
+/// [`new_commits`] from HEAD before and after an attempt: no git process when HEAD did not move.
+pub fn new_commits_between(workdir: &Path, before: &Head, after: &Head) -> Option<u64> {
+    match before {
+        Head::NotARepo => None,
+        _ if before == after => Some(0),
+        _ => new_commits(workdir, before),
     }
 }
 
@@ -147,5 +248,78 @@ mod tests {
             &["commit", "-q", "--allow-empty", "-m", "three"],
         );
         assert_eq!(new_commits(dir.path(), &middle), Some(1));
+    }
+
+    #[test]
+    fn observe_sees_head_and_every_kind_of_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        assert_eq!(observe(root), Tree::NOT_A_REPO);
+        run(root, &["init", "-q"]);
+        let unborn = observe(root);
+        assert_eq!(unborn.head, Head::Unborn);
+        assert!(unborn.fingerprint.is_some());
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/a.txt"), "one\n").unwrap();
+        std::fs::write(root.join("b name.txt"), "two\n").unwrap();
+        run(root, &["add", "-A"]);
+        run(root, &["commit", "-q", "-m", "one"]);
+        let clean = observe(root);
+        assert_eq!(clean.head, head(root));
+        assert_eq!(observe(root), clean, "nothing changed, nothing differs");
+
+        // A tracked file modified, then modified again: its status line stays the same, its
+        // content does not (what `git diff HEAD` saw).
+        std::fs::write(root.join("sub/a.txt"), "one\nmore\n").unwrap();
+        let modified = observe(root);
+        assert_ne!(modified.fingerprint, clean.fingerprint);
+        std::fs::write(root.join("sub/a.txt"), "one\nother\n").unwrap();
+        let modified_again = observe(root);
+        assert_ne!(modified_again.fingerprint, modified.fingerprint);
+        // Seen the same from a subdirectory (paths are relative to the top).
+        assert_eq!(observe(&root.join("sub")), modified_again);
+
+        // A staged rename of a file whose name has a space, then an edit of the renamed file.
+        run(root, &["mv", "b name.txt", "c name.txt"]);
+        let renamed = observe(root);
+        assert_ne!(renamed.fingerprint, modified_again.fingerprint);
+        std::fs::write(root.join("c name.txt"), "two, edited\n").unwrap();
+        assert_ne!(observe(root).fingerprint, renamed.fingerprint);
+
+        // An untracked file: new, then grown.
+        let before_untracked = observe(root);
+        std::fs::write(root.join("sub/new.txt"), "x").unwrap();
+        let untracked = observe(root);
+        assert_ne!(untracked.fingerprint, before_untracked.fingerprint);
+        std::fs::write(root.join("sub/new.txt"), "xy").unwrap();
+        assert_ne!(observe(root).fingerprint, untracked.fingerprint);
+
+        // Back to the commit: the same fingerprint as the clean tree.
+        run(root, &["reset", "-q", "--hard"]);
+        std::fs::remove_file(root.join("sub/new.txt")).unwrap();
+        assert_eq!(observe(root), clean);
+    }
+
+    #[test]
+    fn new_commits_between_asks_git_only_when_head_moved() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        assert_eq!(
+            new_commits_between(root, &Head::NotARepo, &Head::NotARepo),
+            None
+        );
+        run(root, &["init", "-q"]);
+        assert_eq!(
+            new_commits_between(root, &Head::Unborn, &Head::Unborn),
+            Some(0)
+        );
+        run(root, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        let one = observe(root).head;
+        assert_eq!(new_commits_between(root, &Head::Unborn, &one), Some(1));
+        run(root, &["commit", "-q", "--allow-empty", "-m", "two"]);
+        run(root, &["commit", "-q", "--allow-empty", "-m", "three"]);
+        let three = observe(root).head;
+        assert_eq!(new_commits_between(root, &one, &three), Some(2));
+        assert_eq!(new_commits_between(root, &three, &three), Some(0));
     }
 }

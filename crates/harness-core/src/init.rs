@@ -103,11 +103,11 @@ pub const GITIGNORE_TEMPLATE: &str = r#"# The harness's run-time state stays out
 /notes/
 /archive/
 /raw.md
-/report.html
 /plans/
 /curations/
 /worktrees/
 /scripted-agent/
+/report.html
 "#;
 
 /// What `init` did with each file.

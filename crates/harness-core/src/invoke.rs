@@ -63,8 +63,11 @@ pub fn save_prompt(run_dir: &Path, prompt: &str) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(run_dir)
         .with_context(|| format!("cannot create {}", run_dir.display()))?;
     let path = run_dir.join("prompt.md");
-    write_atomic(&path, prompt.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    if let Err(error) = write_atomic(&path, prompt.as_bytes()) {
+        // A full disk: leave no empty run directory behind, as if nothing had started.
+        let _ = std::fs::remove_dir(run_dir);
+        return Err(anyhow::Error::new(error).context(format!("cannot write {}", path.display())));
+    }
     Ok(path)
 }
 

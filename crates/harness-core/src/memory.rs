@@ -240,7 +240,13 @@ pub fn append_raw(state: &StateDir, entries: &[RawEntry]) -> io::Result<()> {
     if ends_without_newline(&state.raw())? {
         text.insert(0, '\n');
     }
-    file.write_all(text.as_bytes())?;
+    let length_before = file.metadata()?.len();
+    if let Err(error) = file.write_all(text.as_bytes()) {
+        // A full disk (or a file-size limit) takes what fits and fails on the rest: take the part
+        // back, so raw.md never keeps a torn line. (Under the lock, nobody appended since.)
+        let _ = file.set_len(length_before);
+        return Err(error);
+    }
     file.sync_data()
 }
 
@@ -284,8 +290,9 @@ pub fn read_memory_layer(path: &Path) -> io::Result<Option<String>> {
     }))
 }
 
-/// `text` without its HTML comments (`<!-- … -->`, possibly over several lines; an unclosed one
-/// runs to the end): what a prompt gets of a memory file.
+/// `text` without its HTML comments (`<!-- … -->`, possibly over several lines): what a prompt
+/// gets of a memory file. An unclosed `<!--` is no comment and is kept: a slip of the user's
+/// hand must not hide the rest of the memory from every prompt.
 pub fn strip_comments(text: &str) -> String {
     let mut kept = String::with_capacity(text.len());
     let mut rest = text;
@@ -294,7 +301,8 @@ pub fn strip_comments(text: &str) -> String {
         match rest[start..].find("-->") {
             Some(end) => rest = &rest[start + end + 3..],
             None => {
-                rest = "";
+                rest = &rest[start..];
+                break;
             }
         }
     }
@@ -475,6 +483,16 @@ mod tests {
             read_memory_layer(&path).unwrap().unwrap(),
             "# Identity\n\n- run the tests first"
         );
+    }
+
+    /// Regression: an unclosed `<!--` in summary.md hid all the memory after it from prompts.
+    #[test]
+    fn an_unclosed_comment_hides_nothing() {
+        assert_eq!(
+            strip_comments("a <!-- b --> c\n<!-- never closed\n- a lesson\n"),
+            "a  c\n<!-- never closed\n- a lesson\n"
+        );
+        assert_eq!(strip_comments("<!-- x -->y<!--"), "y<!--");
     }
 
     #[test]

@@ -206,8 +206,7 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
         feature.id, session.state.max_iterations
     );
 
-    let head_before = git::head(&feature_request.workdir);
-    let tree_before = git::fingerprint(&feature_request.workdir);
+    let tree_before = git::observe(&feature_request.workdir);
     let markers = [completion_tag(&session.state.completion_promise)];
     let run = session.run_agent(
         feature_request,
@@ -220,9 +219,19 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
             budget: remaining,
         },
     )?;
-    let commits = git::new_commits(&feature_request.workdir, &head_before);
+    // Without a repository before, commits and changes are unknown whatever happened since.
+    let tree_after = match tree_before.head {
+        git::Head::NotARepo => git::Tree::NOT_A_REPO,
+        _ => git::observe(&feature_request.workdir),
+    };
+    let commits = git::new_commits_between(
+        &feature_request.workdir,
+        &tree_before.head,
+        &tree_after.head,
+    );
     let tree_changed = tree_before
-        .zip(git::fingerprint(&feature_request.workdir))
+        .fingerprint
+        .zip(tree_after.fingerprint)
         .map(|(before, after)| before != after);
     let ended_at = time::now();
 

@@ -394,6 +394,7 @@ pub fn next(
     state_dir.require_initialised()?;
     let config = Config::load(&state_dir.config())?;
     let features = FeatureList::load(&state_dir.features())?;
+    refuse_cycles(&features, &state_dir.features())?;
     let updates = apply_dependency_updates(state_dir, &config, &features, now)?;
     let states = load_states(state_dir, &features)?;
     let ready = ready(
@@ -404,6 +405,23 @@ pub fn next(
         limit,
     );
     Ok(Next { updates, ready })
+}
+
+/// A dependency cycle in a hand-edited features.yaml is an input error naming it: none of its
+/// features could ever become ready, and the mission would end with them "not started" and no
+/// word of why.
+fn refuse_cycles(features: &FeatureList, path: &std::path::Path) -> Result<(), InputError> {
+    use crate::plan::answer::{find_cycle, format_cycle, overlay};
+    match find_cycle(&overlay(features, &[])) {
+        None => Ok(()),
+        Some(cycle) => Err(InputError::in_file(
+            path,
+            format!("dependency cycle {}", format_cycle(&cycle)),
+        )
+        .with_hint(
+            "remove one of these dependencies (depends_on) so that the features can be ordered",
+        )),
+    }
 }
 
 /// `planner outcome`: the mission's outcome from the files as they are.

@@ -234,7 +234,11 @@ impl Session {
             return Ok(Ok(Remaining::default()));
         }
         let feature = Spent::of(&self.state.attempts);
-        let mission = budget::mission_spent(state);
+        // Reading every feature's run state is needed only for a mission budget.
+        let mission = match budgets.mission {
+            Some(_) => budget::mission_spent(state),
+            None => Spent::default(),
+        };
         match budget::remaining(budgets, feature, mission) {
             Ok(remaining) => Ok(Ok(remaining)),
             Err(exceeded) => {

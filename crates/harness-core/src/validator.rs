@@ -83,7 +83,11 @@ pub fn decide(end: End, passes: u64, fails: u64, answer: &str, agent: &AgentConf
 
 /// The validator's words around its verdict: the tags removed, the end kept.
 fn reasons_of(answer: &str) -> String {
-    let text = answer.replace(PASS_TAG, "").replace(FAIL_TAG, "");
+    let mut text = answer.replace(PASS_TAG, "").replace(FAIL_TAG, "");
+    // Taking a tag out of `<verdict><verdict>FAIL</verdict>PASS</verdict>` leaves a whole one.
+    while text.contains(PASS_TAG) || text.contains(FAIL_TAG) {
+        text = text.replace(PASS_TAG, "").replace(FAIL_TAG, "");
+    }
     notes::tail_chars(text.trim(), REASONS_CHARS)
         .trim()
         .to_string()

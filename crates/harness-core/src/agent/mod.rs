@@ -23,7 +23,7 @@ pub mod format;
 pub mod redact;
 
 pub use format::{Event, Parser, Usage};
-pub use redact::Redactor;
+pub use redact::{RedactingStream, Redactor};
 
 /// The longest output line parsed (JSON events included); the rest of a longer line is still
 /// logged but not parsed.
@@ -519,7 +519,7 @@ impl Pump {
     /// reader, until every writer closed; tells the supervisor what it must act on.
     fn run(&self, mut pipe: io::PipeReader, log: &mut File) {
         let mut buffer = vec![0u8; 64 << 10];
-        let mut pending: Vec<u8> = Vec::new();
+        let mut stream = RedactingStream::new(&self.redactor);
         let mut sink = Sink {
             log,
             log_ok: true,
@@ -536,23 +536,13 @@ impl Pump {
             };
             self.last_output
                 .store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
-            pending.extend_from_slice(&buffer[..count]);
-            // Whole lines are redacted (a secret is never split); a line longer than the
-            // bound goes out as it is so far, so memory stays bounded.
-            let cut = match pending.iter().rposition(|&b| b == b'\n') {
-                Some(newline) => newline + 1,
-                None if pending.len() >= MAX_PENDING_BYTES => pending.len(),
-                None => continue,
-            };
-            let clean = self.redactor.redact_bytes(&pending[..cut]);
-            self.deliver(&clean, &mut sink, &mut final_seen);
-            drop(clean);
-            pending.drain(..cut);
+            // Whole lines are redacted; a line too long to hold is cut where no secret can be
+            // split (see `RedactingStream`), so memory stays bounded and no key leaks.
+            stream.push(&buffer[..count], |clean| {
+                self.deliver(clean, &mut sink, &mut final_seen)
+            });
         }
-        if !pending.is_empty() {
-            let clean = self.redactor.redact_bytes(&pending);
-            self.deliver(&clean, &mut sink, &mut final_seen);
-        }
+        stream.finish(|clean| self.deliver(clean, &mut sink, &mut final_seen));
         if let Ok(mut reader) = self.reader.lock() {
             reader.finish();
         }
@@ -617,9 +607,6 @@ impl Pump {
         }
     }
 }
-
-/// The longest stretch without a newline held back for redaction.
-const MAX_PENDING_BYTES: usize = 64 << 10;
 
 /// Where the output goes besides the reader: output.log and, when asked, the terminal.
 struct Sink<'a> {

@@ -138,6 +138,113 @@ impl Redactor {
     }
 }
 
+/// The most output held back waiting for the end of a line; past it, the line goes out in
+/// pieces (cut where no secret can straddle the cut), so memory stays bounded.
+pub const MAX_PENDING_BYTES: usize = 64 << 10;
+
+/// The longest run of key characters (letters, digits, `-`, `_`) held back at the end of a long
+/// line to see where it ends; a run longer than this is no key (real ones are under 200).
+const MAX_KEY_BYTES: usize = 4 << 10;
+
+/// Redacts output that arrives in pieces of any size, as an agent's does through a pipe: whole
+/// lines at once, and a line longer than [`MAX_PENDING_BYTES`] in pieces cut only where no secret
+/// can straddle the cut. So no secret survives, however the output is split.
+#[derive(Debug)]
+pub struct RedactingStream<'a> {
+    redactor: &'a Redactor,
+    pending: Vec<u8>,
+}
+
+impl<'a> RedactingStream<'a> {
+    /// A stream redacted by `redactor`.
+    pub fn new(redactor: &'a Redactor) -> Self {
+        Self {
+            redactor,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Takes the next piece of output; hands what can go out now, redacted, to `deliver`.
+    pub fn push(&mut self, bytes: &[u8], deliver: impl FnOnce(&[u8])) {
+        self.pending.extend_from_slice(bytes);
+        if let Some(cut) = self.redactor.safe_cut(&self.pending) {
+            deliver(&self.redactor.redact_bytes(&self.pending[..cut]));
+            self.pending.drain(..cut);
+        }
+    }
+
+    /// The end of the output: hands the rest, redacted, to `deliver`.
+    pub fn finish(&mut self, deliver: impl FnOnce(&[u8])) {
+        if !self.pending.is_empty() {
+            deliver(&self.redactor.redact_bytes(&self.pending));
+            self.pending.clear();
+        }
+    }
+}
+
+impl Redactor {
+    /// Where `pending` output may be cut, redacting what comes before on its own: after the last
+    /// newline, or (a line past [`MAX_PENDING_BYTES`]) at its end; in both cases moved back before
+    /// any secret that straddles the cut or may still be completed by what comes next. `None`:
+    /// nothing can go out yet.
+    fn safe_cut(&self, pending: &[u8]) -> Option<usize> {
+        let mut cut = match pending.iter().rposition(|&b| b == b'\n') {
+            Some(newline) => newline + 1,
+            None if pending.len() >= MAX_PENDING_BYTES => pending.len(),
+            None => return None,
+        };
+        loop {
+            let moved = self.value_start(pending, key_run_start(pending, cut));
+            if moved == cut {
+                break;
+            }
+            cut = moved;
+        }
+        match cut {
+            // All of it may be one secret still growing: hold it, up to a bound.
+            0 if pending.len() < 4 * MAX_PENDING_BYTES => None,
+            0 => Some(pending.len()),
+            cut => Some(cut),
+        }
+    }
+
+    /// The start of the earliest secret value that straddles `cut` in `pending`, whole or (at
+    /// the end of `pending`) begun; else `cut`.
+    fn value_start(&self, pending: &[u8], cut: usize) -> usize {
+        self.values
+            .iter()
+            .filter_map(|value| {
+                (cut.saturating_sub(value.len().saturating_sub(1))..cut).find(|&start| {
+                    let end = (start + value.len()).min(pending.len());
+                    end > cut && value.starts_with(&pending[start..end])
+                })
+            })
+            .min()
+            .unwrap_or(cut)
+    }
+}
+
+/// The start of the run of key characters `cut` falls in (a key shape is always a whole run,
+/// and a run at the end of `pending` may go on), unless that run is too long to be a key; else
+/// `cut`.
+fn key_run_start(pending: &[u8], cut: usize) -> usize {
+    let inside_run = cut > 0
+        && is_key_byte(pending[cut - 1])
+        && pending.get(cut).is_none_or(|&byte| is_key_byte(byte));
+    if !inside_run {
+        return cut;
+    }
+    let start = pending[..cut]
+        .iter()
+        .rposition(|&byte| !is_key_byte(byte))
+        .map_or(0, |index| index + 1);
+    if cut - start > MAX_KEY_BYTES {
+        cut
+    } else {
+        start
+    }
+}
+
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     if needle.is_empty() || needle.len() > haystack.len() {
         return None;
@@ -208,6 +315,61 @@ mod tests {
         );
         assert!(is_secret_name("openai_api_key"));
         assert!(!is_secret_name("PATH"));
+    }
+
+    fn streamed(redactor: &Redactor, pieces: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut stream = RedactingStream::new(redactor);
+        for piece in pieces {
+            stream.push(piece, |clean| out.extend_from_slice(clean));
+        }
+        stream.finish(|clean| out.extend_from_slice(clean));
+        out
+    }
+
+    /// Regression: a line longer than the bound went out at whatever byte the pipe's read
+    /// ended, so a key across that byte left its end in output.log.
+    #[test]
+    fn a_key_across_the_held_back_bound_is_still_redacted() {
+        let key = b"sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz012345";
+        let mut line = vec![b'x'; MAX_PENDING_BYTES - 20];
+        line.push(b' ');
+        line.extend_from_slice(key);
+        line.extend_from_slice(b" and hunter2hunter2 tail\n");
+        let redactor = redactor();
+        for cut in MAX_PENDING_BYTES - 30..MAX_PENDING_BYTES + 30 {
+            let out = streamed(&redactor, &[&line[..cut], &line[cut..]]);
+            let text = String::from_utf8(out).unwrap();
+            assert!(
+                text.ends_with(" [REDACTED] and [REDACTED] tail\n"),
+                "cut at {cut}: {}",
+                &text[text.len() - 80..]
+            );
+            assert_eq!(text.len(), line.len() - key.len() - 14 + 20);
+        }
+    }
+
+    #[test]
+    fn a_stream_holds_back_no_more_than_it_must() {
+        let redactor = Redactor::default();
+        // Whole lines go out at once; the start of a long line goes out without waiting.
+        assert_eq!(streamed(&redactor, &[b"one\ntw"]), b"one\ntw");
+        let mut out = Vec::new();
+        let mut stream = RedactingStream::new(&redactor);
+        stream.push(b"one\ntw", |clean| out.extend_from_slice(clean));
+        assert_eq!(out, b"one\n");
+        let long = [
+            b"word ".repeat(MAX_PENDING_BYTES / 5),
+            b"sk-ant-partial".to_vec(),
+        ]
+        .concat();
+        let mut out = Vec::new();
+        stream.push(&long, |clean| out.extend_from_slice(clean));
+        assert!(out.starts_with(b"twword word"), "the long line went out");
+        assert!(
+            out.ends_with(b"word "),
+            "the key that may go on is held back"
+        );
     }
 
     #[test]
