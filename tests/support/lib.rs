@@ -152,22 +152,30 @@ impl Project {
         std::fs::read_to_string(self.state_dir().join(name)).unwrap_or_default()
     }
 
-    /// The command that runs `run.sh -C <project> <args>` with the test environment.
-    pub fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(repo_root().join("run.sh"));
+    /// `program` with the test environment: the temporary identity directory, and none of the
+    /// `HARNESS_*` variables of an enclosing run.
+    fn harness_command(&self, program: PathBuf) -> Command {
+        let mut command = Command::new(program);
         command
-            .arg("-C")
-            .arg(&self.workdir)
-            .args(args)
-            .env("HARNESS_BIN_DIR", bin_dir())
             .env("HARNESS_IDENTITY_DIR", self.identity_dir())
-            .env_remove("HARNESS_HOME")
             .env_remove("HARNESS_FEATURE_ID")
             .env_remove("HARNESS_RUN_ID")
             .env_remove("HARNESS_WORKDIR")
             .env_remove("HARNESS_STATE_DIR")
             .env_remove("HARNESS_FEATURE_LOCK_PID")
             .stdin(Stdio::null());
+        command
+    }
+
+    /// The command that runs `run.sh -C <project> <args>` with the test environment.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = self.harness_command(repo_root().join("run.sh"));
+        command
+            .arg("-C")
+            .arg(&self.workdir)
+            .args(args)
+            .env("HARNESS_BIN_DIR", bin_dir())
+            .env_remove("HARNESS_HOME");
         command
     }
 
@@ -179,38 +187,24 @@ impl Project {
     /// Runs the `planner` binary with `-C <project>` after `args` (its subcommand and flags),
     /// with the test environment, to its end. HARNESS_HOME is the repository (for roles/).
     pub fn planner(&self, args: &[&str]) -> Output {
-        let mut command = Command::new(bin_dir().join("planner"));
+        let mut command = self.harness_command(bin_dir().join("planner"));
         command
             .args(args)
             .arg("-C")
             .arg(&self.workdir)
-            .env("HARNESS_HOME", repo_root())
-            .env("HARNESS_IDENTITY_DIR", self.identity_dir())
-            .env_remove("HARNESS_FEATURE_ID")
-            .env_remove("HARNESS_RUN_ID")
-            .env_remove("HARNESS_WORKDIR")
-            .env_remove("HARNESS_STATE_DIR")
-            .env_remove("HARNESS_FEATURE_LOCK_PID")
-            .stdin(Stdio::null());
+            .env("HARNESS_HOME", repo_root());
         command.output().expect("planner starts")
     }
 
     /// The command that runs the `curator` binary with `-C <project>` and `args`, in the test
     /// environment (HARNESS_HOME is the repository, for roles/).
     pub fn curator_command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(bin_dir().join("curator"));
+        let mut command = self.harness_command(bin_dir().join("curator"));
         command
             .arg("-C")
             .arg(&self.workdir)
             .args(args)
-            .env("HARNESS_HOME", repo_root())
-            .env("HARNESS_IDENTITY_DIR", self.identity_dir())
-            .env_remove("HARNESS_FEATURE_ID")
-            .env_remove("HARNESS_RUN_ID")
-            .env_remove("HARNESS_WORKDIR")
-            .env_remove("HARNESS_STATE_DIR")
-            .env_remove("HARNESS_FEATURE_LOCK_PID")
-            .stdin(Stdio::null());
+            .env("HARNESS_HOME", repo_root());
         command
     }
 
