@@ -290,6 +290,51 @@ pub fn read_memory_layer(path: &Path) -> io::Result<Option<String>> {
     }))
 }
 
+/// How much of an identity file a prompt carries, in characters (~1,500 tokens): the file is
+/// append-only and cross-mission, so without a bound it would grow with every mission.
+pub const IDENTITY_PROMPT_CHARS: usize = 6_000;
+
+/// What the curator writes after a graduated line's text (see `curation::graduation`).
+const GRADUATED: &str = " (graduated ";
+
+/// An identity file (comments stripped) as a prompt carries it: whole when it fits in
+/// [`IDENTITY_PROMPT_CHARS`]; else the user's own lines (headings, hand-written bullets) first,
+/// then the graduated lines from the newest back, as many as fit, in the file's order and with
+/// a line saying how many older graduated lines were left out (they stay in the file).
+pub fn identity_for_prompt(identity: &str) -> std::borrow::Cow<'_, str> {
+    if identity.chars().count() <= IDENTITY_PROMPT_CHARS {
+        return std::borrow::Cow::Borrowed(identity);
+    }
+    let lines: Vec<&str> = identity.lines().collect();
+    let graduated = |line: &str| line.trim_start().starts_with("- ") && line.contains(GRADUATED);
+    // The user's lines in file order, then the graduated ones newest first.
+    let priority = (0..lines.len())
+        .filter(|&i| !graduated(lines[i]))
+        .chain((0..lines.len()).rev().filter(|&i| graduated(lines[i])));
+    let mut keep = vec![false; lines.len()];
+    let mut room = IDENTITY_PROMPT_CHARS;
+    for index in priority {
+        let cost = lines[index].chars().count() + 1;
+        if cost > room {
+            break;
+        }
+        room -= cost;
+        keep[index] = true;
+    }
+    let left_out = (0..lines.len())
+        .filter(|&i| !keep[i] && !lines[i].trim().is_empty())
+        .count();
+    let mut text: String = (0..lines.len())
+        .filter(|&i| keep[i])
+        .map(|i| format!("{}\n", lines[i]))
+        .collect();
+    text.push_str(&format!(
+        "\n({left_out} lines left out to keep this layer short, the oldest graduated ones first; \
+         all are in the identity file)"
+    ));
+    std::borrow::Cow::Owned(text)
+}
+
 /// `text` without its HTML comments (`<!-- … -->`, possibly over several lines): what a prompt
 /// gets of a memory file. An unclosed `<!--` is no comment and is kept: a slip of the user's
 /// hand must not hide the rest of the memory from every prompt.
@@ -506,5 +551,42 @@ mod tests {
             read_layer(&dir.path().join("s.md")).unwrap().unwrap(),
             "## Lessons\n- a\u{fffd}"
         );
+    }
+
+    #[test]
+    fn identity_is_bounded_keeping_the_users_lines_and_the_newest_graduations() {
+        let small = "# Identity: worker\n\n- run the tests before committing";
+        assert!(matches!(
+            identity_for_prompt(small),
+            std::borrow::Cow::Borrowed(_)
+        ));
+
+        let mut file = String::from("# Identity: worker\n\n- my own rule, by hand\n");
+        for n in 0..200 {
+            file.push_str(&format!(
+                "- lesson number {n:03} about the build (graduated 2026-11-21 from mission m: \
+                 LESSON recorded 3 times, forgotten in between (by F-001))\n"
+            ));
+        }
+        file.push_str("- another rule of mine, at the end\n");
+        let shown = identity_for_prompt(&file);
+        assert!(shown.chars().count() <= IDENTITY_PROMPT_CHARS + 200);
+        assert!(shown.starts_with("# Identity: worker\n\n- my own rule, by hand\n"));
+        assert!(shown.contains("- another rule of mine, at the end"));
+        assert!(shown.contains("lesson number 199"));
+        assert!(!shown.contains("lesson number 000"));
+        // The newest graduations, a contiguous run, in the file's order.
+        let kept: Vec<usize> = shown
+            .lines()
+            .filter_map(|line| line.strip_prefix("- lesson number "))
+            .map(|rest| rest[..3].parse().unwrap())
+            .collect();
+        assert!(kept.windows(2).all(|pair| pair[1] == pair[0] + 1));
+        assert_eq!(kept.last(), Some(&199));
+        let left_out = 200 - kept.len();
+        assert!(shown.ends_with(&format!(
+            "({left_out} lines left out to keep this layer short, the oldest graduated ones first; \
+             all are in the identity file)"
+        )));
     }
 }

@@ -81,7 +81,7 @@ impl Prompt {
         match identity {
             Some(identity) => self.untrusted(&format!(
                 "## Your identity (cross-mission memory for the {role} role)\n\n{}",
-                identity.trim()
+                crate::memory::identity_for_prompt(identity.trim())
             )),
             None => self,
         }
