@@ -150,7 +150,8 @@ cmd_init() {
   "$WORKER" init -C "$WORKDIR"
 }
 
-# The Ralph loop on one feature: one worker invocation per iteration, under the feature's lock.
+# The Ralph loop on one feature, under the feature's lock: the worker's iterations, and the
+# validator whenever one delivers the promise.
 cmd_feature() {
   local feature=$1 rc
   find_binaries
@@ -176,12 +177,13 @@ cmd_feature() {
   local -a flags=()
   [[ -n $MAX_ITERATIONS ]] && flags+=(--max-iterations "$MAX_ITERATIONS")
   [[ -n $QUIET ]] && flags+=(--quiet)
+  # The worker runs iteration after iteration itself (--loop: one process, not one per
+  # iteration, each naming its own run), and returns here for the validator or to stop.
   while :; do
-    next_run_id worker "$feature"
-    export HARNESS_RUN_ID=$RUN_ID
+    unset HARNESS_RUN_ID
     rc=0
-    run_child "$WORKER" --feature "$feature" -C "$agent_dir" --state-dir "$STATE_DIR" \
-      --run-id "$RUN_ID" ${flags[@]+"${flags[@]}"} || rc=$?
+    run_child "$WORKER" --loop --feature "$feature" -C "$agent_dir" --state-dir "$STATE_DIR" \
+      ${flags[@]+"${flags[@]}"} || rc=$?
     if [[ $rc -eq $EXIT_PROVISIONAL ]]; then
       next_run_id validator "$feature"
       export HARNESS_RUN_ID=$RUN_ID

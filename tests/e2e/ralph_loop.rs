@@ -318,3 +318,98 @@ fn an_agent_committing_everything_leaves_the_harness_state_out_of_git() {
     }
     assert_eq!(project.state("F-001")["attempts"][0]["commits"], 1);
 }
+
+#[test]
+fn worker_loop_runs_the_iterations_in_one_process_each_from_the_disk() {
+    let project = Project::new(
+        ONE_FEATURE,
+        r###"
+steps:
+  - - write: {path: notes.txt, content: "first\n"}
+  - - expect_prompt: "Create hello.txt."
+    - write:
+        path: .harness/features.yaml
+        content: "features:\n  - id: F-001\n    title: Hello file\n    description: Create HELLO.txt, in capitals.\n    acceptance:\n      - HELLO.txt says hi\n"
+  - - expect_prompt: "Create HELLO.txt, in capitals."
+    - print: "nothing to do"
+"###,
+    );
+    let out = project.worker(&[
+        "--loop",
+        "--feature",
+        "F-001",
+        "--run-id",
+        "100-worker-F-001",
+        "--max-iterations",
+        "3",
+    ]);
+    // Never "continue" (10): the loop goes on by itself until the guardrail.
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("F-001 iteration 1/3: ended without the promise; 2 left"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("F-001 failed: iteration 3/3"), "{stderr}");
+    let state = project.state("F-001");
+    let attempts = state["attempts"].as_array().unwrap();
+    // --run-id names the first iteration; the others make their own, all distinct.
+    let ids: Vec<&str> = attempts
+        .iter()
+        .map(|a| a["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(ids[0], "100-worker-F-001");
+    assert!(
+        ids[1] != ids[2] && ids[1].contains("-worker-F-001"),
+        "{ids:?}"
+    );
+    for dir in project.run_dirs("F-001") {
+        for file in ["prompt.md", "output.log", "result.json"] {
+            assert!(
+                dir.join(file).is_file(),
+                "{file} missing in {}",
+                dir.display()
+            );
+        }
+    }
+    // Each iteration re-read features.yaml (the third prompt has the new spec), and each saw
+    // exactly what its own attempt changed in the tree, though the loop asks git once between two.
+    let outcomes: Vec<&str> = attempts
+        .iter()
+        .map(|a| a["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["no_promise", "no_promise", "no_promise"]);
+    let changed: Vec<bool> = attempts
+        .iter()
+        .map(|a| a["tree_changed"].as_bool().unwrap())
+        .collect();
+    assert_eq!(changed, [true, true, false]);
+    assert!(project
+        .prompt("F-001", 3)
+        .contains("Create HELLO.txt, in capitals."));
+}
+
+#[test]
+fn worker_loop_stops_at_a_broken_input_between_iterations() {
+    let project = Project::new(
+        ONE_FEATURE,
+        r###"
+steps:
+  - - write: {path: .harness/features.yaml, content: "features: [oops\n"}
+  - - print: "never run"
+"###,
+    );
+    let out = project.worker(&["--loop", "--feature", "F-001"]);
+    assert_eq!(code(&out), 1, "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("features.yaml"),
+        "{}",
+        text(&out.stderr)
+    );
+    // The first iteration is recorded whole; the second never started.
+    let state = project.state("F-001");
+    assert_eq!(state["iteration_count"], 1);
+    assert_eq!(state["attempts"].as_array().unwrap().len(), 1);
+    assert_eq!(state["attempts"][0]["outcome"], "no_promise");
+}

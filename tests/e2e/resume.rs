@@ -169,3 +169,43 @@ fn the_agent_dies_with_a_killed_worker() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn a_run_sweeps_the_temporary_files_that_killed_writes_left() {
+    let project = Project::new(ONE_FEATURE, "steps:\n  - [promise: true]\n");
+    // A writer that is gone (its child was reaped) and one that is alive (this test).
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let live = std::process::id();
+    let old_run = project.state_dir().join("runs/F-001/1-worker-F-001");
+    std::fs::create_dir_all(&old_run).unwrap();
+    let stale = [
+        project
+            .state_dir()
+            .join(format!("runs/F-001/.state.json.tmp.{dead}.2")),
+        old_run.join(format!(".result.json.tmp.{dead}.4")),
+        project
+            .state_dir()
+            .join(format!("notes/.F-001.md.tmp.{dead}.3")),
+        project
+            .state_dir()
+            .join(format!(".summary.md.tmp.{dead}.0")),
+    ];
+    let in_flight = project
+        .state_dir()
+        .join(format!("notes/.F-002.md.tmp.{live}.0"));
+    for path in stale.iter().chain([&in_flight]) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "half").unwrap();
+    }
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    for path in &stale {
+        assert!(!path.exists(), "{} is still there", path.display());
+    }
+    assert!(
+        in_flight.exists(),
+        "a live writer's temporary file was removed"
+    );
+}

@@ -184,6 +184,18 @@ impl Project {
         self.command(args).output().expect("run.sh starts")
     }
 
+    /// Runs the `worker` binary with `args` and `-C <project>`, with the test environment, to
+    /// its end. HARNESS_HOME is the repository (for roles/).
+    pub fn worker(&self, args: &[&str]) -> Output {
+        let mut command = self.harness_command(bin_dir().join("worker"));
+        command
+            .args(args)
+            .arg("-C")
+            .arg(&self.workdir)
+            .env("HARNESS_HOME", repo_root());
+        command.output().expect("worker starts")
+    }
+
     /// Runs the `planner` binary with `-C <project>` after `args` (its subcommand and flags),
     /// with the test environment, to its end. HARNESS_HOME is the repository (for roles/).
     pub fn planner(&self, args: &[&str]) -> Output {

@@ -2,7 +2,9 @@
 //! known) and seconds of agent time. Checked before each invocation, and live during one (the
 //! tokens the stream reports, the time): running out stops with exit 2, naming the budget.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -103,19 +105,56 @@ impl Spent {
 
 /// What the whole mission spent: every feature's run state under `runs/`.
 pub fn mission_spent(state: &StateDir) -> Spent {
+    mission_spent_with(&mut SpentMemo::default(), state)
+}
+
+/// What each run state spent, by the file's identity as last read, for a worker that checks the
+/// mission budget before every iteration: a run state whose inode, size and modification time are
+/// unchanged is not parsed again (every write replaces the file, so its inode changes).
+#[derive(Debug, Default)]
+pub struct SpentMemo {
+    files: HashMap<PathBuf, (FileKey, Spent)>,
+}
+
+/// What tells one version of a file from another without reading it.
+type FileKey = (u64, u64, u64, i64, i64);
+
+fn file_key(metadata: &std::fs::Metadata) -> FileKey {
+    use std::os::unix::fs::MetadataExt;
+    (
+        metadata.dev(),
+        metadata.ino(),
+        metadata.size(),
+        metadata.mtime(),
+        metadata.mtime_nsec(),
+    )
+}
+
+/// [`mission_spent`], parsing only the run states that changed since `memo` last read them.
+pub fn mission_spent_with(memo: &mut SpentMemo, state: &StateDir) -> Spent {
     let Ok(entries) = std::fs::read_dir(state.runs_dir()) else {
         return Spent::default();
     };
-    entries
-        .flatten()
-        .filter_map(|entry| {
-            RunState::load(&entry.path().join("state.json"))
-                .ok()
-                .flatten()
-        })
-        .fold(Spent::default(), |spent, run| {
-            spent.add(Spent::of(&run.attempts))
-        })
+    let mut seen = HashMap::with_capacity(memo.files.len());
+    let mut total = Spent::default();
+    for entry in entries.flatten() {
+        let path = entry.path().join("state.json");
+        let Ok(metadata) = std::fs::metadata(&path) else {
+            continue;
+        };
+        let key = file_key(&metadata);
+        let spent = match memo.files.remove(&path) {
+            Some((known, spent)) if known == key => spent,
+            _ => match RunState::load(&path) {
+                Ok(Some(run)) => Spent::of(&run.attempts),
+                _ => continue,
+            },
+        };
+        total = total.add(spent);
+        seen.insert(path, (key, spent));
+    }
+    memo.files = seen;
+    total
 }
 
 /// A budget that ran out.

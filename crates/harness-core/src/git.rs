@@ -99,14 +99,34 @@ impl Tree {
     };
 }
 
+/// Whether git could see a repository at `workdir`: a `.git` in it or above it, or `GIT_DIR`
+/// set. When not, asking git (a process, ~1 ms) is spared.
+fn may_be_a_repo(workdir: &Path) -> bool {
+    if std::env::var_os("GIT_DIR").is_some() {
+        return true;
+    }
+    // Lexically absolute: the ancestors of `a/../b` then include every real ancestor of `b`.
+    let Ok(workdir) = std::path::absolute(workdir) else {
+        return true;
+    };
+    workdir
+        .ancestors()
+        .any(|dir| dir.join(".git").symlink_metadata().is_ok())
+}
+
 /// Looks at the working tree with a single `git status` (it runs before and after every
 /// attempt, so it is one process, not one per question): HEAD from its branch header, the
 /// changed paths from its entries.
 pub fn observe(workdir: &Path) -> Tree {
     use std::hash::{Hash, Hasher};
+    if !may_be_a_repo(workdir) {
+        return Tree::NOT_A_REPO;
+    }
     let Some((true, status)) = git_bytes(
         workdir,
         &[
+            // Nor refresh the index: the agent's own git commands must never find it locked.
+            "--no-optional-locks",
             "status",
             "--porcelain=v2",
             "--branch",

@@ -6,6 +6,8 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::agent::End;
+use crate::atomic;
+use crate::budget;
 use crate::config::AgentConfig;
 use crate::error::InputError;
 use crate::exit_codes;
@@ -156,11 +158,56 @@ struct ResultRecord<'a> {
     worker_peak_rss_kb: Option<u64>,
 }
 
+/// What one iteration leaves to the next when one worker process runs them in turn
+/// ([`run_worker_loop`]): only what is still true of the disk. The inputs are re-read every
+/// iteration and parsed again when their bytes changed, the run states' spending is re-read
+/// when a file changed, and the working tree as the last attempt left it stands for the tree
+/// before the next one (the harness itself changes nothing there in between).
+#[derive(Debug, Default)]
+pub struct Carry {
+    inputs: session::InputMemo,
+    spent: budget::SpentMemo,
+    tree: Option<git::Tree>,
+}
+
 /// Runs one iteration of the Ralph loop on the requested feature.
 pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleReport> {
+    run_iteration(request, &mut Carry::default())
+}
+
+/// Runs iterations of the Ralph loop on the requested feature in this one process, each exactly
+/// as [`run_worker_iteration`] would (state re-derived from disk, a fresh agent, everything
+/// recorded), until one ends with anything but "continue": the feature is complete or
+/// provisional, a guardrail stopped it, or an interrupt came. Spares a process start per
+/// iteration, and the parsing of inputs that did not change.
+pub fn run_worker_loop(request: &WorkerRequest) -> anyhow::Result<RoleReport> {
+    let mut carry = Carry::default();
+    let mut request = request.clone();
+    loop {
+        let report = run_iteration(&request, &mut carry)?;
+        if report.exit_code != exit_codes::CONTINUE {
+            return Ok(report);
+        }
+        if let Some(signal) = crate::signals::received() {
+            return Ok(RoleReport {
+                exit_code: exit_codes::INTERRUPTED,
+                message: format!(
+                    "{} interrupted by {}",
+                    request.feature.feature,
+                    crate::signals::name(signal)
+                ),
+            });
+        }
+        eprintln!("worker: {}", report.message);
+        // The run id given is the first iteration's; each later one makes its own.
+        request.feature.run_id = None;
+    }
+}
+
+fn run_iteration(request: &WorkerRequest, carry: &mut Carry) -> anyhow::Result<RoleReport> {
     let feature_request = &request.feature;
     let state_dir = &feature_request.state;
-    let mut session = session::open(feature_request, Role::Worker)?;
+    let mut session = session::open_with(&mut carry.inputs, feature_request, Role::Worker)?;
     let started_at = session.started_at;
     if let Some(max_iterations) = request.max_iterations {
         if max_iterations == 0 {
@@ -172,7 +219,7 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
         session.save_if_changed()?;
         return Ok(report);
     }
-    let remaining = match session.budget_left(state_dir)? {
+    let remaining = match session.budget_left(state_dir, &mut carry.spent)? {
         Ok(remaining) => remaining,
         Err(report) => return Ok(report),
     };
@@ -198,15 +245,22 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
     .render();
 
     let run_dir = state_dir.run_dir(&feature.id, &run_id);
-    invoke::save_prompt(&run_dir, &prompt)?;
     session.state.begin_iteration(run_id.as_str(), started_at);
-    session.save()?;
+    // The attempt is on record before its agent starts, so a kill at any point is recovered.
+    invoke::save_prompt_with(
+        &run_dir,
+        &prompt,
+        &[(&session.state_path, &session.state.to_json()?)],
+    )?;
     eprintln!(
         "worker: {} iteration {iteration}/{} (run {run_id})",
         feature.id, session.state.max_iterations
     );
 
-    let tree_before = git::observe(&feature_request.workdir);
+    let tree_before = carry
+        .tree
+        .take()
+        .unwrap_or_else(|| git::observe(&feature_request.workdir));
     let markers = [completion_tag(&session.state.completion_promise)];
     let run = session.run_agent(
         feature_request,
@@ -219,11 +273,8 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
             budget: remaining,
         },
     )?;
+    let tree_after = git::observe(&feature_request.workdir);
     // Without a repository before, commits and changes are unknown whatever happened since.
-    let tree_after = match tree_before.head {
-        git::Head::NotARepo => git::Tree::NOT_A_REPO,
-        _ => git::observe(&feature_request.workdir),
-    };
     let commits = git::new_commits_between(
         &feature_request.workdir,
         &tree_before.head,
@@ -325,12 +376,8 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
         // Said as a failure mode, so that the curator and the planner see it.
         entries.push((Tag::Fail, memory::one_line(&message)));
     }
-    memory::append_raw(
-        state_dir,
-        &memory::entries_with_outcome(&entries, ended_at, Role::Worker, &feature.id, &message),
-    )
-    .context("cannot append to raw.md")?;
-
+    let raw_lines =
+        memory::entries_with_outcome(&entries, ended_at, Role::Worker, &feature.id, &message);
     let note = AttemptNote {
         attempt: iteration,
         role: Role::Worker,
@@ -341,7 +388,14 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
         output: &output.tail,
     }
     .render();
-    notes::append(state_dir, &feature.id, &note).context("cannot write the notes")?;
+    // Two independent files, each synced: side by side, their disk flushes overlap.
+    let (raw, notes) = std::thread::scope(|scope| {
+        let raw = scope.spawn(|| memory::append_raw(state_dir, &raw_lines));
+        let notes = notes::append(state_dir, &feature.id, &note);
+        (raw.join().expect("appending to raw.md panicked"), notes)
+    });
+    raw.context("cannot append to raw.md")?;
+    notes.context("cannot write the notes")?;
 
     if let Some(attempt) = state.attempt_mut(run_id.as_str()) {
         attempt.record_end(&run, outcome, ended_at, agent_config.prices.as_ref());
@@ -406,41 +460,47 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
     };
 
     let last = state.attempts.last();
-    invoke::write_result(
-        &run_dir,
-        &ResultRecord {
-            run_id: run_id.as_str(),
-            feature_id: feature.id.as_str(),
-            role: Role::Worker,
-            iteration,
-            max_iterations: max,
-            started_at,
-            ended_at,
-            duration_ms: run.duration.as_millis(),
-            outcome,
-            exit_code: last.and_then(|a| a.exit_code),
-            signal: last.and_then(|a| a.signal),
-            promise_found,
-            decision,
-            turns: output.usage.turns,
-            commits,
-            tokens: output.usage.total_tokens(),
-            cost_usd: output.usage.cost_usd,
-            output_bytes: output.bytes,
-            memory_entries: output.entries.len(),
-            memory_entries_dropped: output.entries_dropped,
-            log_error: run.log_error.as_deref(),
-            tree_changed,
-            usage: last.and_then(|a| a.usage.as_ref()),
-            worker_peak_rss_kb: invoke::peak_rss_kb(),
-        },
-    )?;
-    session.save()?;
+    let result = invoke::result_json(&ResultRecord {
+        run_id: run_id.as_str(),
+        feature_id: feature.id.as_str(),
+        role: Role::Worker,
+        iteration,
+        max_iterations: max,
+        started_at,
+        ended_at,
+        duration_ms: run.duration.as_millis(),
+        outcome,
+        exit_code: last.and_then(|a| a.exit_code),
+        signal: last.and_then(|a| a.signal),
+        promise_found,
+        decision,
+        turns: output.usage.turns,
+        commits,
+        tokens: output.usage.total_tokens(),
+        cost_usd: output.usage.cost_usd,
+        output_bytes: output.bytes,
+        memory_entries: output.entries.len(),
+        memory_entries_dropped: output.entries_dropped,
+        log_error: run.log_error.as_deref(),
+        tree_changed,
+        usage: last.and_then(|a| a.usage.as_ref()),
+        worker_peak_rss_kb: invoke::peak_rss_kb(),
+    })?;
+    // The run state last: once it says the attempt ended, its record is complete.
+    atomic::write_all(&[
+        (&run_dir.join(invoke::RESULT_FILE), &result),
+        (&session.state_path, &session.state.to_json()?),
+    ])
+    .context("cannot record the attempt's end")?;
     if session.state.status == Status::Done {
         notes::remove(state_dir, &feature.id).context("cannot remove the notes")?;
     }
     if let Some(error) = &run.log_error {
         eprintln!("worker: warning: {error}");
+    }
+    // After a wait for a rate limit, anyone may have changed the tree: it is looked at again.
+    if decision != Decision::WaitForLimit {
+        carry.tree = Some(tree_after);
     }
     if decision == Decision::WaitForLimit {
         eprintln!("worker: {message}");

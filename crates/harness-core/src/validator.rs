@@ -206,7 +206,7 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
             .into())
         }
     }
-    let remaining = match session.budget_left(state_dir)? {
+    let remaining = match session.budget_left(state_dir, &mut Default::default())? {
         Ok(remaining) => remaining,
         Err(report) => return Ok(report),
     };

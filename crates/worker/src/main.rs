@@ -1,6 +1,6 @@
 //! `worker`: one iteration of the Ralph loop on one feature — assemble the prompt, run a fresh
-//! agent, record what happened in `.harness/`. run.sh calls it once per iteration; it also runs by
-//! hand with flags alone. All the rules are in `harness_core::ralph`.
+//! agent, record what happened in `.harness/`. run.sh calls it with `--loop`, which runs iterations
+//! in turn while they end in "continue"; it also runs by hand with flags alone. All the rules are in `harness_core::ralph`.
 
 use std::process::ExitCode;
 
@@ -9,7 +9,7 @@ use clap::Parser;
 use harness_cli::{FeatureArgs, Place};
 use harness_core::exit_codes;
 use harness_core::features::FeatureId;
-use harness_core::ralph::{run_worker_iteration, WorkerRequest};
+use harness_core::ralph::{run_worker_iteration, run_worker_loop, WorkerRequest};
 use harness_core::role::Role;
 use harness_core::session::check_inputs;
 
@@ -17,7 +17,8 @@ use harness_core::session::check_inputs;
 /// its output, notes, memory entries and the feature's run state are written under .harness/.
 ///
 /// Exit codes: 0 the feature is done; 10 the iteration ended without completion and iterations
-/// remain (run again); 1 usage, configuration or input error; 2 max_iterations reached;
+/// remain (run again; never with --loop); 11 the promise was delivered and the validator checks
+/// it next; 1 usage, configuration or input error; 2 max_iterations reached;
 /// 3 the feature is blocked; 75 the feature is being run by another process; 130 interrupted.
 #[derive(Debug, Parser)]
 #[command(name = "worker", version, args_conflicts_with_subcommands = true)]
@@ -85,6 +86,12 @@ struct IterationArgs {
     /// Set the feature's guardrail (persisted); continues a feature that reached it.
     #[arg(long)]
     max_iterations: Option<u32>,
+
+    /// Run iteration after iteration in this process while they end in "continue" (what run.sh
+    /// does): each re-reads the state from disk and runs a fresh agent, exactly as one
+    /// invocation per iteration would. Never exits 10. --run-id names the first iteration only.
+    #[arg(long = "loop")]
+    run_loop: bool,
 }
 
 fn main() -> ExitCode {
@@ -138,6 +145,8 @@ fn lock(place: Place, feature: &str, fd: i32) -> anyhow::Result<u8> {
         feature.as_str(),
         &holder,
     )?;
+    // Once per run, with the feature ours: what a killed run left half-written goes.
+    harness_core::session::sweep_stale_temps(&state, &feature);
     Ok(exit_codes::DONE)
 }
 
@@ -167,10 +176,15 @@ fn worktree(args: &FeatureArgs) -> anyhow::Result<u8> {
 }
 
 fn iterate(args: IterationArgs) -> anyhow::Result<u8> {
-    let report = run_worker_iteration(&WorkerRequest {
+    let request = WorkerRequest {
         feature: args.feature.request()?,
         max_iterations: args.max_iterations,
-    })?;
+    };
+    let report = if args.run_loop {
+        run_worker_loop(&request)?
+    } else {
+        run_worker_iteration(&request)?
+    };
     eprintln!("worker: {}", report.message);
     Ok(report.exit_code)
 }
