@@ -158,10 +158,15 @@ cmd_feature() {
   # Every input error (config, features, id, agent command) surfaces before anything changes.
   "$WORKER" check -C "$WORKDIR" --feature "$feature" || exit $?
 
-  mkdir -p "$STATE_DIR/locks"
+  local problem
+  problem=$(mkdir -p "$STATE_DIR/locks" 2>&1) ||
+    die "${problem#mkdir: }" "the state directory must be writable by you"
   # The lock lives as long as this shell holds descriptor 9; it is closed for the worker, so no
   # agent can inherit it and outlive us holding it.
-  exec 9>>"$STATE_DIR/locks/$feature.lock"
+  if ! { exec 9>>"$STATE_DIR/locks/$feature.lock"; } 2>/dev/null; then
+    die "cannot open $STATE_DIR/locks/$feature.lock: permission denied or not a file" \
+      "the state directory must be writable by you"
+  fi
   "$WORKER" lock -C "$WORKDIR" --feature "$feature" --fd 9 || exit $?
   export HARNESS_FEATURE_LOCK_PID=$$
   # The agents work in the project, or in the feature's own git worktree (for `all --parallel`);

@@ -128,11 +128,11 @@ fn branches(workdir: &Path) -> String {
     text(&out.stdout)
 }
 
-#[test]
-fn six_features_with_dependencies_run_three_at_a_time_in_worktrees() {
-    let features = "features:\n  - id: F-001\n    title: a\n  - id: F-002\n    title: b\n  - id: F-003\n    title: c\n  - id: F-004\n    title: d\n    depends_on: [F-001]\n  - id: F-005\n    title: e\n    depends_on: [F-002, F-003]\n  - id: F-006\n    title: f\n    depends_on: [F-004, F-005]\n";
+/// `./run.sh all --parallel 3` on `features`, each run by [`parallel_agent`], which must exit
+/// with `expected`.
+fn run_three_at_a_time(features: &str, shared_file: bool, expected: i32) -> Project {
     let project = Project::new(features, "steps:\n  - [promise: true]\n");
-    let agent = parallel_agent(&project, false);
+    let agent = parallel_agent(&project, shared_file);
     project.write_state(
         "config.yaml",
         &format!("agent:\n  command: [{agent:?}]\n  timeout_secs: 60\n"),
@@ -140,11 +140,18 @@ fn six_features_with_dependencies_run_three_at_a_time_in_worktrees() {
     let out = project.run(&["all", "--parallel", "3"]);
     assert_eq!(
         code(&out),
-        0,
+        expected,
         "{}\n{}",
         text(&out.stdout),
         text(&out.stderr)
     );
+    project
+}
+
+#[test]
+fn six_features_with_dependencies_run_three_at_a_time_in_worktrees() {
+    let features = "features:\n  - id: F-001\n    title: a\n  - id: F-002\n    title: b\n  - id: F-003\n    title: c\n  - id: F-004\n    title: d\n    depends_on: [F-001]\n  - id: F-005\n    title: e\n    depends_on: [F-002, F-003]\n  - id: F-006\n    title: f\n    depends_on: [F-004, F-005]\n";
+    let project = run_three_at_a_time(features, false, 0);
     for n in 1..=6 {
         let feature = format!("F-00{n}");
         let state = project.state(&feature);
@@ -195,20 +202,7 @@ fn six_features_with_dependencies_run_three_at_a_time_in_worktrees() {
 #[test]
 fn a_merge_conflict_blocks_the_feature_and_keeps_its_branch() {
     let features = "features:\n  - id: F-001\n    title: a\n  - id: F-002\n    title: b\n  - id: F-003\n    title: c\n";
-    let project = Project::new(features, "steps:\n  - [promise: true]\n");
-    let agent = parallel_agent(&project, true);
-    project.write_state(
-        "config.yaml",
-        &format!("agent:\n  command: [{agent:?}]\n  timeout_secs: 60\n"),
-    );
-    let out = project.run(&["all", "--parallel", "3"]);
-    assert_eq!(
-        code(&out),
-        3,
-        "{}\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
+    let project = run_three_at_a_time(features, true, 3);
     let mut done = 0;
     let mut blocked = Vec::new();
     for feature in ["F-001", "F-002", "F-003"] {

@@ -16,16 +16,8 @@ pub enum Head {
 }
 
 fn git(workdir: &Path, args: &[&str]) -> Option<(bool, String)> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(workdir)
-        .args(args)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
-    Some((output.status.success(), text))
+    let (ok, stdout) = git_bytes(workdir, args)?;
+    Some((ok, String::from_utf8_lossy(&stdout).trim().to_string()))
 }
 
 fn git_bytes(workdir: &Path, args: &[&str]) -> Option<(bool, Vec<u8>)> {

@@ -190,24 +190,18 @@ pub fn run_replan(request: &FeatureRequest) -> anyhow::Result<PlanReport> {
         .render();
 
     let run_dir = state_dir.run_dir(id, &run_id);
-    invoke::save_prompt(&run_dir, &prompt)?;
     let started_at = session.started_at;
-    session
-        .state
-        .begin_attempt(run_id.as_str(), Role::Planner, started_at);
-    session.save()?;
+    let call = AgentCall {
+        run_id: &run_id,
+        runtime: &runtime,
+        run_dir: &run_dir,
+        prompt: &prompt,
+        markers: &[],
+        budget: Remaining::default(),
+    };
+    session.begin(&call)?;
     eprintln!("planner: re-breaking {id} (run {run_id})");
-    let run = session.run_agent(
-        request,
-        AgentCall {
-            run_id: &run_id,
-            runtime: &runtime,
-            run_dir: &run_dir,
-            prompt: &prompt,
-            markers: &[],
-            budget: Remaining::default(),
-        },
-    )?;
+    let run = session.run_agent(request, call)?;
     let concluded = match conclude(state_dir, &run, &run_dir, &config, Target::Feature(id)) {
         Ok(concluded) => concluded,
         Err(error) => {

@@ -245,13 +245,16 @@ fn run_iteration(request: &WorkerRequest, carry: &mut Carry) -> anyhow::Result<R
     .render();
 
     let run_dir = state_dir.run_dir(&feature.id, &run_id);
-    session.state.begin_iteration(run_id.as_str(), started_at);
-    // The attempt is on record before its agent starts, so a kill at any point is recovered.
-    invoke::save_prompt_with(
-        &run_dir,
-        &prompt,
-        &[(&session.state_path, &session.state.to_json()?)],
-    )?;
+    let markers = [completion_tag(&session.state.completion_promise)];
+    let call = AgentCall {
+        run_id: &run_id,
+        runtime: &runtime,
+        run_dir: &run_dir,
+        prompt: &prompt,
+        markers: &markers,
+        budget: remaining,
+    };
+    session.begin(&call)?;
     eprintln!(
         "worker: {} iteration {iteration}/{} (run {run_id})",
         feature.id, session.state.max_iterations
@@ -261,18 +264,7 @@ fn run_iteration(request: &WorkerRequest, carry: &mut Carry) -> anyhow::Result<R
         .tree
         .take()
         .unwrap_or_else(|| git::observe(&feature_request.workdir));
-    let markers = [completion_tag(&session.state.completion_promise)];
-    let run = session.run_agent(
-        feature_request,
-        AgentCall {
-            run_id: &run_id,
-            runtime: &runtime,
-            run_dir: &run_dir,
-            prompt: &prompt,
-            markers: &markers,
-            budget: remaining,
-        },
-    )?;
+    let run = session.run_agent(feature_request, call)?;
     let tree_after = git::observe(&feature_request.workdir);
     // Without a repository before, commits and changes are unknown whatever happened since.
     let commits = git::new_commits_between(

@@ -253,6 +253,25 @@ impl Session {
             .with_context(|| format!("cannot write {}", self.state_path.display()))
     }
 
+    /// Records the attempt `call.run_id` as begun (for the worker, as the next iteration),
+    /// written together with its prompt.md: both are on disk before its agent starts, so a kill
+    /// from here on is recovered from the state.
+    pub fn begin(&mut self, call: &AgentCall<'_>) -> anyhow::Result<()> {
+        let run_id = call.run_id.as_str();
+        match self.role {
+            Role::Worker => {
+                self.state.begin_iteration(run_id, self.started_at);
+            }
+            role => self.state.begin_attempt(run_id, role, self.started_at),
+        }
+        invoke::save_prompt_with(
+            call.run_dir,
+            call.prompt,
+            &[(&self.state_path, &self.state.to_json()?)],
+        )?;
+        Ok(())
+    }
+
     /// Runs the role's agent for the attempt `call.run_id`, already begun and saved, with the
     /// role's agent settings, the feature's promise and iteration. An agent that cannot start
     /// leaves the attempt recorded as `agent_error` (not a dangling `started`) and the feature

@@ -228,25 +228,18 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
     .render();
 
     let run_dir = state_dir.run_dir(&feature.id, &run_id);
-    invoke::save_prompt(&run_dir, &prompt)?;
-    session
-        .state
-        .begin_attempt(run_id.as_str(), Role::Validator, session.started_at);
-    session.save()?;
-    eprintln!("validator: {} (run {run_id})", feature.id);
-
     let markers = [PASS_TAG.to_string(), FAIL_TAG.to_string()];
-    let run = session.run_agent(
-        request,
-        AgentCall {
-            run_id: &run_id,
-            runtime: &runtime,
-            run_dir: &run_dir,
-            prompt: &prompt,
-            markers: &markers,
-            budget: remaining,
-        },
-    )?;
+    let call = AgentCall {
+        run_id: &run_id,
+        runtime: &runtime,
+        run_dir: &run_dir,
+        prompt: &prompt,
+        markers: &markers,
+        budget: remaining,
+    };
+    session.begin(&call)?;
+    eprintln!("validator: {} (run {run_id})", feature.id);
+    let run = session.run_agent(request, call)?;
     if let End::Interrupted(_) = run.end {
         // Nothing was decided: the feature stays provisional and is validated on resume.
         if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {

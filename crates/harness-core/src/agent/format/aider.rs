@@ -136,10 +136,7 @@ mod tests {
 
     fn parse(lines: &[&str]) -> (Aider, Vec<Event>) {
         let mut parser = Aider::default();
-        let mut events = Vec::new();
-        for line in lines {
-            parser.line(line, &mut events);
-        }
+        let events = crate::agent::format::parse_all(&mut parser, lines);
         (parser, events)
     }
 

@@ -157,23 +157,10 @@ fn usage_of(usage: &Value) -> Usage {
 mod tests {
     use super::*;
 
-    fn parse(lines: &[&str]) -> Vec<Event> {
-        let mut parser = Codex::default();
-        let mut events = Vec::new();
-        for line in lines {
-            parser.line(line, &mut events);
-        }
-        events
-    }
+    use crate::agent::format::{finals, parse_all};
 
-    fn finals(events: &[Event]) -> Vec<&str> {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Final(answer) => Some(answer.as_str()),
-                _ => None,
-            })
-            .collect()
+    fn parse(lines: &[&str]) -> Vec<Event> {
+        parse_all(&mut Codex::default(), lines)
     }
 
     // Lines as Codex 0.169.0 printed them (shared/fixtures/agent-output/codex_events.jsonl).

@@ -144,13 +144,10 @@ fn failure(message: &str, events: &mut Vec<Event>) {
 mod tests {
     use super::*;
 
+    use crate::agent::format::{finals, parse_all};
+
     fn parse(lines: &[&str]) -> Vec<Event> {
-        let mut parser = Gemini::default();
-        let mut events = Vec::new();
-        for line in lines {
-            parser.line(line, &mut events);
-        }
-        events
+        parse_all(&mut Gemini::default(), lines)
     }
 
     fn of_kind(events: &[Event], kind: fn(&Event) -> Option<&String>) -> Vec<&str> {
@@ -160,13 +157,6 @@ mod tests {
     fn texts(events: &[Event]) -> Vec<&str> {
         of_kind(events, |e| match e {
             Event::Text(text) => Some(text),
-            _ => None,
-        })
-    }
-
-    fn finals(events: &[Event]) -> Vec<&str> {
-        of_kind(events, |e| match e {
-            Event::Final(text) => Some(text),
             _ => None,
         })
     }

@@ -98,6 +98,28 @@ pub trait Parser: Send {
     }
 }
 
+/// The tests' way through a parser: every line of `lines` in turn, and the events they made.
+#[cfg(test)]
+pub(crate) fn parse_all<P: Parser>(parser: &mut P, lines: &[&str]) -> Vec<Event> {
+    let mut events = Vec::new();
+    for line in lines {
+        parser.line(line, &mut events);
+    }
+    events
+}
+
+/// The final answers among `events`, for the tests.
+#[cfg(test)]
+pub(crate) fn finals(events: &[Event]) -> Vec<&str> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Final(answer) => Some(answer.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The parser of `format`.
 pub fn parser_for(format: OutputFormat) -> Box<dyn Parser> {
     match format {

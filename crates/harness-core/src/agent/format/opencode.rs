@@ -108,23 +108,10 @@ impl Opencode {
 mod tests {
     use super::*;
 
-    fn parse(lines: &[&str]) -> Vec<Event> {
-        let mut parser = Opencode::default();
-        let mut events = Vec::new();
-        for line in lines {
-            parser.line(line, &mut events);
-        }
-        events
-    }
+    use crate::agent::format::{finals, parse_all};
 
-    fn finals(events: &[Event]) -> Vec<&str> {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Final(answer) => Some(answer.as_str()),
-                _ => None,
-            })
-            .collect()
+    fn parse(lines: &[&str]) -> Vec<Event> {
+        parse_all(&mut Opencode::default(), lines)
     }
 
     // Shaped as the captured lines in banteg/takopi's opencode cheatsheet (see tests/fixtures).
