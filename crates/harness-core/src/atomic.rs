@@ -17,6 +17,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// sees the last one sees the others), then their directories are synced in parallel. An error
 /// names the file it happened to.
 pub fn write_all(files: &[(&Path, &[u8])]) -> io::Result<()> {
+    place(stage_all(files)?)?.sync()
+}
+
+/// [`stage`] for each file of `files`, in parallel (their disk flushes overlap). An error names
+/// the file it happened to, and leaves nothing staged.
+pub fn stage_all(files: &[(&Path, &[u8])]) -> io::Result<Vec<Staged>> {
     let named = |path: &Path, bytes| {
         stage(path, bytes)
             .map_err(|error| io::Error::new(error.kind(), format!("{}: {error}", path.display())))
@@ -37,7 +43,7 @@ pub fn write_all(files: &[(&Path, &[u8])]) -> io::Result<()> {
             )
             .collect()
     });
-    commit(staged.into_iter().collect::<io::Result<Vec<_>>>()?)
+    staged.into_iter().collect()
 }
 
 /// Creates `path` with `bytes` only if it does not exist, atomically (never a half-written file);
@@ -85,23 +91,56 @@ pub fn stage(path: &Path, bytes: &[u8]) -> io::Result<Staged> {
 /// the others), then syncs their directories, all at once: the same guarantee as
 /// [`write_atomic`] for each file.
 pub fn commit(staged: Vec<Staged>) -> io::Result<()> {
-    let mut dirs: Vec<PathBuf> = Vec::new();
+    place(staged)?.sync()
+}
+
+/// Files renamed into place whose new names are not on the disk until [`Placed::sync`]: every
+/// process sees them already, but a power cut could still bring the old files back. Syncing
+/// later lets that wait overlap with other work (the agent's run).
+#[derive(Debug, Default)]
+#[must_use = "the directories must be synced for the new names to survive a power cut"]
+pub struct Placed {
+    dirs: Vec<PathBuf>,
+}
+
+impl Placed {
+    /// These and `other`'s, to sync together.
+    pub fn and(mut self, other: Placed) -> Placed {
+        for dir in other.dirs {
+            if !self.dirs.contains(&dir) {
+                self.dirs.push(dir);
+            }
+        }
+        self
+    }
+
+    /// Syncs the directories, in parallel.
+    pub fn sync(self) -> io::Result<()> {
+        sync_dirs(&self.dirs)
+    }
+}
+
+/// Renames `staged` files into their places in the order given (whoever sees the last sees the
+/// others); their directories are left to [`Placed::sync`].
+pub fn place(staged: Vec<Staged>) -> io::Result<Placed> {
+    let mut placed = Placed::default();
     for mut file in staged {
         fs::rename(&file.temp, &file.path)?;
-        let dir = parent(&file.path).to_path_buf();
-        if !dirs.contains(&dir) {
-            dirs.push(dir);
-        }
+        placed = placed.and(Placed {
+            dirs: vec![parent(&file.path).to_path_buf()],
+        });
         file.temp = PathBuf::new();
     }
-    sync_dirs(&dirs)
+    Ok(placed)
 }
 
 /// Syncs `dirs`, so that the names renamed into them reach the disk (a power cut could bring the
 /// old files back otherwise); several at once, in parallel.
 fn sync_dirs(dirs: &[PathBuf]) -> io::Result<()> {
-    if let [dir] = dirs {
-        return File::open(dir)?.sync_all();
+    match dirs {
+        [] => return Ok(()),
+        [dir] => return File::open(dir)?.sync_all(),
+        _ => {}
     }
     std::thread::scope(|scope| {
         let syncs: Vec<_> = dirs

@@ -53,16 +53,21 @@ pub struct RoleInvocation<'a> {
 /// Creates the run directory and writes `prompt.md`; returns its path. A run directory is never
 /// reused: an existing one is an error.
 pub fn save_prompt(run_dir: &Path, prompt: &str) -> anyhow::Result<PathBuf> {
-    save_prompt_with(run_dir, prompt, &[])
+    let path = run_dir.join("prompt.md");
+    save_prompt_with(run_dir, prompt, &[])?
+        .sync()
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
 }
 
 /// [`save_prompt`], writing `with` (the run state that records the attempt) at the same time:
-/// each file whole, and renamed into place after prompt.md.
+/// each file whole, and renamed into place after prompt.md. Their directories are left to sync
+/// (see [`atomic::Placed`]).
 pub fn save_prompt_with(
     run_dir: &Path,
     prompt: &str,
     with: &[(&Path, &[u8])],
-) -> anyhow::Result<PathBuf> {
+) -> anyhow::Result<atomic::Placed> {
     if run_dir.exists() {
         return Err(InputError::in_file(
             run_dir,
@@ -75,15 +80,14 @@ pub fn save_prompt_with(
     let path = run_dir.join("prompt.md");
     let mut files = vec![(path.as_path(), prompt.as_bytes())];
     files.extend_from_slice(with);
-    if let Err(error) = atomic::write_all(&files) {
-        // A full disk: leave no empty run directory behind, as if nothing had started.
-        let _ = std::fs::remove_dir(run_dir);
-        let names: Vec<String> = files.iter().map(|(p, _)| p.display().to_string()).collect();
-        return Err(
-            anyhow::Error::new(error).context(format!("cannot write {}", names.join(" and ")))
-        );
+    match atomic::stage_all(&files).and_then(atomic::place) {
+        Ok(placed) => Ok(placed),
+        Err(error) => {
+            // A full disk: leave no empty run directory behind, as if nothing had started.
+            let _ = std::fs::remove_dir(run_dir);
+            Err(anyhow::Error::new(error).context("cannot write the run's prompt"))
+        }
     }
-    Ok(path)
 }
 
 /// Runs the agent with the contract's environment; its output goes to `output.log`. An agent that

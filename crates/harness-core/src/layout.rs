@@ -228,14 +228,35 @@ impl RunId {
         feature: &FeatureId,
         taken: impl Fn(&str) -> bool,
     ) -> Self {
+        Self::generate_after(None, unix_time, role, feature, taken)
+    }
+
+    /// [`RunId::generate`], given the id this process made last: the ids of its second up to
+    /// that one are taken, so the search starts after it (a loop that runs many iterations a
+    /// second would otherwise try them all each time).
+    pub fn generate_after(
+        previous: Option<&RunId>,
+        unix_time: i64,
+        role: Role,
+        feature: &FeatureId,
+        taken: impl Fn(&str) -> bool,
+    ) -> Self {
         let base = format!("{unix_time}-{role}-{feature}");
-        let mut candidate = base.clone();
-        let mut suffix = 2;
-        while taken(&candidate) {
-            candidate = format!("{base}-{suffix}");
+        let next = |suffix: u64| match suffix {
+            1 => base.clone(),
+            n => format!("{base}-{n}"),
+        };
+        let mut suffix = previous
+            .and_then(|previous| previous.0.strip_prefix(&base))
+            .and_then(|rest| match rest {
+                "" => Some(2),
+                _ => rest.strip_prefix('-')?.parse::<u64>().ok().map(|n| n + 1),
+            })
+            .unwrap_or(1);
+        while taken(&next(suffix)) {
             suffix += 1;
         }
-        Self(candidate)
+        Self(next(suffix))
     }
 
     /// The id as text.
@@ -324,6 +345,38 @@ mod tests {
             taken.contains(&c)
         });
         assert_eq!(id.as_str(), "1777076234-worker-F-023-3");
+        // After -3, the search starts at -4, without asking about the earlier ones.
+        let asked = std::cell::RefCell::new(Vec::new());
+        let next = RunId::generate_after(
+            Some(&id),
+            1777076234,
+            Role::Worker,
+            &feature("F-023"),
+            |c| {
+                asked.borrow_mut().push(c.to_string());
+                false
+            },
+        );
+        assert_eq!(next.as_str(), "1777076234-worker-F-023-4");
+        assert_eq!(*asked.borrow(), ["1777076234-worker-F-023-4"]);
+        // Another second, or another feature's id: from the start.
+        let later = RunId::generate_after(
+            Some(&id),
+            1777076235,
+            Role::Worker,
+            &feature("F-023"),
+            |_| false,
+        );
+        assert_eq!(later.as_str(), "1777076235-worker-F-023");
+        let first = RunId::generate(1777076234, Role::Worker, &feature("F-023"), |_| false);
+        let after_first = RunId::generate_after(
+            Some(&first),
+            1777076234,
+            Role::Worker,
+            &feature("F-023"),
+            |_| false,
+        );
+        assert_eq!(after_first.as_str(), "1777076234-worker-F-023-2");
     }
 
     #[test]

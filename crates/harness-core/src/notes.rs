@@ -88,9 +88,14 @@ pub fn for_prompt(notes: &str) -> std::borrow::Cow<'_, str> {
 
 /// Appends `section` to the feature's notes (a whole-file atomic rewrite: never a torn section).
 pub fn append(state: &StateDir, feature: &FeatureId, section: &str) -> io::Result<()> {
-    let path = state.notes(feature);
+    write_atomic(&state.notes(feature), &appended(state, feature, section)?)
+}
+
+/// The feature's notes with `section` appended, to write in place of them (the notes directory
+/// is made if missing).
+pub fn appended(state: &StateDir, feature: &FeatureId, section: &str) -> io::Result<Vec<u8>> {
     std::fs::create_dir_all(state.notes_dir())?;
-    let mut text = match std::fs::read(&path) {
+    let mut text = match std::fs::read(state.notes(feature)) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == io::ErrorKind::NotFound => Vec::new(),
         Err(error) => return Err(error),
@@ -99,7 +104,7 @@ pub fn append(state: &StateDir, feature: &FeatureId, section: &str) -> io::Resul
         text.push(b'\n');
     }
     text.extend_from_slice(section.as_bytes());
-    write_atomic(&path, &text)
+    Ok(text)
 }
 
 /// The feature's notes, or `None` when there are none.

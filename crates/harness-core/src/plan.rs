@@ -169,7 +169,7 @@ pub fn run_replan(request: &FeatureRequest) -> anyhow::Result<PlanReport> {
     )?;
 
     let config = session.inputs.config.clone();
-    let run_id = session.run_id(request);
+    let run_id = session.run_id(request, None);
     let runtime = session.runtime(request, &run_id);
     let layers = session.layers(request)?;
     let states = schedule::load_states(state_dir, &features)?;
@@ -199,7 +199,10 @@ pub fn run_replan(request: &FeatureRequest) -> anyhow::Result<PlanReport> {
         markers: &[],
         budget: Remaining::default(),
     };
-    session.begin(&call)?;
+    session
+        .begin(&call)?
+        .sync()
+        .context("cannot record the attempt's start")?;
     eprintln!("planner: re-breaking {id} (run {run_id})");
     let run = session.run_agent(request, call)?;
     let concluded = match conclude(state_dir, &run, &run_dir, &config, Target::Feature(id)) {

@@ -13,6 +13,7 @@ use crate::error::InputError;
 use crate::exit_codes;
 use crate::git;
 use crate::invoke;
+use crate::layout::RunId;
 use crate::memory::{self, Tag};
 use crate::notes::{self, AttemptNote};
 use crate::prompt::{completion_tag, WorkerPrompt};
@@ -161,13 +162,15 @@ struct ResultRecord<'a> {
 /// What one iteration leaves to the next when one worker process runs them in turn
 /// ([`run_worker_loop`]): only what is still true of the disk. The inputs are re-read every
 /// iteration and parsed again when their bytes changed, the run states' spending is re-read
-/// when a file changed, and the working tree as the last attempt left it stands for the tree
-/// before the next one (the harness itself changes nothing there in between).
+/// when a file changed, the working tree as the last attempt left it stands for the tree
+/// before the next one (the harness itself changes nothing there in between), and the next run
+/// id is looked for after the last one.
 #[derive(Debug, Default)]
 pub struct Carry {
     inputs: session::InputMemo,
     spent: budget::SpentMemo,
     tree: Option<git::Tree>,
+    run_id: Option<RunId>,
 }
 
 /// Runs one iteration of the Ralph loop on the requested feature.
@@ -227,7 +230,8 @@ fn run_iteration(request: &WorkerRequest, carry: &mut Carry) -> anyhow::Result<R
     let feature = session.inputs.feature.clone();
     let config = session.inputs.config.clone();
     let agent_config = config.agent_for(Role::Worker);
-    let run_id = session.run_id(feature_request);
+    let run_id = session.run_id(feature_request, carry.run_id.as_ref());
+    carry.run_id = Some(run_id.clone());
     let iteration = session.state.iteration_count + 1;
     let layers = session.layers(feature_request)?;
     let runtime = session.runtime(feature_request, &run_id);
@@ -254,17 +258,25 @@ fn run_iteration(request: &WorkerRequest, carry: &mut Carry) -> anyhow::Result<R
         markers: &markers,
         budget: remaining,
     };
-    session.begin(&call)?;
+    let begun = session.begin(&call)?;
     eprintln!(
         "worker: {} iteration {iteration}/{} (run {run_id})",
         feature.id, session.state.max_iterations
     );
-
-    let tree_before = carry
-        .tree
-        .take()
-        .unwrap_or_else(|| git::observe(&feature_request.workdir));
-    let run = session.run_agent(feature_request, call)?;
+    let (tree_before, run, begun) = std::thread::scope(|scope| {
+        // The start is in place (a kill is recovered from it); that it also survives a power
+        // cut can be waited for while the agent runs.
+        let begun = scope.spawn(|| begun.sync());
+        let tree_before = carry
+            .tree
+            .take()
+            .unwrap_or_else(|| git::observe(&feature_request.workdir));
+        let run = session.run_agent(feature_request, call);
+        let begun = begun.join().expect("syncing the attempt's start panicked");
+        (tree_before, run, begun)
+    });
+    let run = run?;
+    begun.context("cannot record the attempt's start")?;
     let tree_after = git::observe(&feature_request.workdir);
     // Without a repository before, commits and changes are unknown whatever happened since.
     let commits = git::new_commits_between(
@@ -380,14 +392,17 @@ fn run_iteration(request: &WorkerRequest, carry: &mut Carry) -> anyhow::Result<R
         output: &output.tail,
     }
     .render();
-    // Two independent files, each synced: side by side, their disk flushes overlap.
+    // Two independent files, each synced: side by side, their disk flushes overlap. The notes'
+    // directory is synced with the end's.
     let (raw, notes) = std::thread::scope(|scope| {
         let raw = scope.spawn(|| memory::append_raw(state_dir, &raw_lines));
-        let notes = notes::append(state_dir, &feature.id, &note);
+        let notes = notes::appended(state_dir, &feature.id, &note)
+            .and_then(|text| atomic::stage(&state_dir.notes(&feature.id), &text))
+            .and_then(|staged| atomic::place(vec![staged]));
         (raw.join().expect("appending to raw.md panicked"), notes)
     });
     raw.context("cannot append to raw.md")?;
-    notes.context("cannot write the notes")?;
+    let notes = notes.context("cannot write the notes")?;
 
     if let Some(attempt) = state.attempt_mut(run_id.as_str()) {
         attempt.record_end(&run, outcome, ended_at, agent_config.prices.as_ref());
@@ -479,10 +494,12 @@ fn run_iteration(request: &WorkerRequest, carry: &mut Carry) -> anyhow::Result<R
         worker_peak_rss_kb: invoke::peak_rss_kb(),
     })?;
     // The run state last: once it says the attempt ended, its record is complete.
-    atomic::write_all(&[
+    atomic::stage_all(&[
         (&run_dir.join(invoke::RESULT_FILE), &result),
         (&session.state_path, &session.state.to_json()?),
     ])
+    .and_then(atomic::place)
+    .and_then(|ended| notes.and(ended).sync())
     .context("cannot record the attempt's end")?;
     if session.state.status == Status::Done {
         notes::remove(state_dir, &feature.id).context("cannot remove the notes")?;

@@ -8,6 +8,7 @@ use anyhow::Context;
 
 use crate::agent;
 use crate::agent::AgentRun;
+use crate::atomic;
 use crate::budget::{self, Remaining, Spent};
 use crate::config::{self, Config};
 use crate::error::InputError;
@@ -254,9 +255,10 @@ impl Session {
     }
 
     /// Records the attempt `call.run_id` as begun (for the worker, as the next iteration),
-    /// written together with its prompt.md: both are on disk before its agent starts, so a kill
-    /// from here on is recovered from the state.
-    pub fn begin(&mut self, call: &AgentCall<'_>) -> anyhow::Result<()> {
+    /// written together with its prompt.md: both are in place before its agent starts, so a kill
+    /// from here on is recovered from the state. Their directories are left to sync (the caller
+    /// may do it while the agent runs).
+    pub fn begin(&mut self, call: &AgentCall<'_>) -> anyhow::Result<atomic::Placed> {
         let run_id = call.run_id.as_str();
         match self.role {
             Role::Worker => {
@@ -268,8 +270,7 @@ impl Session {
             call.run_dir,
             call.prompt,
             &[(&self.state_path, &self.state.to_json()?)],
-        )?;
-        Ok(())
+        )
     }
 
     /// Runs the role's agent for the attempt `call.run_id`, already begun and saved, with the
@@ -357,11 +358,13 @@ impl Session {
         Ok(())
     }
 
-    /// The id of this invocation: run.sh's, or a fresh `<unix-time>-<role>-<FEATURE>`.
-    pub fn run_id(&self, request: &FeatureRequest) -> RunId {
+    /// The id of this invocation: run.sh's, or a fresh `<unix-time>-<role>-<FEATURE>` (after
+    /// `previous`, the id this process made last, if any).
+    pub fn run_id(&self, request: &FeatureRequest, previous: Option<&RunId>) -> RunId {
         let id = &self.inputs.feature.id;
         request.run_id.clone().unwrap_or_else(|| {
-            RunId::generate(self.started_at.timestamp(), self.role, id, |candidate| {
+            let unix_time = self.started_at.timestamp();
+            RunId::generate_after(previous, unix_time, self.role, id, |candidate| {
                 request.state.feature_runs(id).join(candidate).exists()
             })
         })

@@ -212,7 +212,7 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
     };
     let config = session.inputs.config.clone();
     let agent_config = config.agent_for(Role::Validator);
-    let run_id = session.run_id(request);
+    let run_id = session.run_id(request, None);
     let runtime = session.runtime(request, &run_id);
     let layers = session.layers(request)?;
     let iteration = session.state.iteration_count;
@@ -237,7 +237,10 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
         markers: &markers,
         budget: remaining,
     };
-    session.begin(&call)?;
+    session
+        .begin(&call)?
+        .sync()
+        .context("cannot record the attempt's start")?;
     eprintln!("validator: {} (run {run_id})", feature.id);
     let run = session.run_agent(request, call)?;
     if let End::Interrupted(_) = run.end {
