@@ -184,28 +184,28 @@ impl Project {
         self.command(args).output().expect("run.sh starts")
     }
 
-    /// Runs the `worker` binary with `args` and `-C <project>`, with the test environment, to
-    /// its end. HARNESS_HOME is the repository (for roles/).
-    pub fn worker(&self, args: &[&str]) -> Output {
-        let mut command = self.harness_command(bin_dir().join("worker"));
+    /// Runs the role binary `name` with `args` (its subcommand and flags) then `-C <project>`,
+    /// with the test environment, to its end. HARNESS_HOME is the repository (for roles/).
+    pub fn role(&self, name: &str, args: &[&str]) -> Output {
+        let mut command = self.harness_command(bin_dir().join(name));
         command
             .args(args)
             .arg("-C")
             .arg(&self.workdir)
             .env("HARNESS_HOME", repo_root());
-        command.output().expect("worker starts")
+        command
+            .output()
+            .unwrap_or_else(|e| panic!("{name} does not start: {e}"))
     }
 
-    /// Runs the `planner` binary with `-C <project>` after `args` (its subcommand and flags),
-    /// with the test environment, to its end. HARNESS_HOME is the repository (for roles/).
+    /// [`Project::role`] for the worker.
+    pub fn worker(&self, args: &[&str]) -> Output {
+        self.role("worker", args)
+    }
+
+    /// [`Project::role`] for the planner.
     pub fn planner(&self, args: &[&str]) -> Output {
-        let mut command = self.harness_command(bin_dir().join("planner"));
-        command
-            .args(args)
-            .arg("-C")
-            .arg(&self.workdir)
-            .env("HARNESS_HOME", repo_root());
-        command.output().expect("planner starts")
+        self.role("planner", args)
     }
 
     /// The command that runs the `curator` binary with `-C <project>` and `args`, in the test

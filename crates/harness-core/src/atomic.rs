@@ -2,183 +2,67 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Replaces `path` with `bytes`: temp file in the same directory, fsync, rename, fsync the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    commit(vec![stage(path, bytes)?])
-}
-
-/// Replaces each file of `files` with its bytes, as [`write_atomic`] would, all at once: their
-/// contents are synced in parallel, then they are renamed into place in the order given (whoever
-/// sees the last one sees the others), then their directories are synced in parallel. An error
-/// names the file it happened to.
-pub fn write_all(files: &[(&Path, &[u8])]) -> io::Result<()> {
-    place(stage_all(files)?)?.sync()
-}
-
-/// [`stage`] for each file of `files`, in parallel (their disk flushes overlap). An error names
-/// the file it happened to, and leaves nothing staged.
-pub fn stage_all(files: &[(&Path, &[u8])]) -> io::Result<Vec<Staged>> {
-    let named = |path: &Path, bytes| {
-        stage(path, bytes)
-            .map_err(|error| io::Error::new(error.kind(), format!("{}: {error}", path.display())))
-    };
-    let staged: Vec<io::Result<Staged>> = std::thread::scope(|scope| {
-        let others: Vec<_> = files
-            .iter()
-            .skip(1)
-            .map(|&(path, bytes)| scope.spawn(move || named(path, bytes)))
-            .collect();
-        let first = files.first().map(|&(path, bytes)| named(path, bytes));
-        first
-            .into_iter()
-            .chain(
-                others
-                    .into_iter()
-                    .map(|other| other.join().expect("staging a file panicked")),
-            )
-            .collect()
-    });
-    staged.into_iter().collect()
+    publish(path, bytes, |temp, path| fs::rename(temp, path)).map(|_| ())
 }
 
 /// Creates `path` with `bytes` only if it does not exist, atomically (never a half-written file);
 /// returns whether it was written.
 pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<bool> {
-    let staged = stage(path, bytes)?;
-    // A hard link fails if the target exists, so the check and the creation are one step; the
-    // temporary name goes when `staged` is dropped.
-    match fs::hard_link(&staged.temp, path) {
-        Ok(()) => {}
-        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
-        Err(error) => return Err(error),
-    }
-    // The new name itself must reach the disk, or a power cut could take it away again.
-    sync_dirs(&[parent(path).to_path_buf()])?;
-    Ok(true)
-}
-
-/// A file's new content, written and synced beside it under a temporary name, waiting to be
-/// put in its place by [`commit`]. Staging is the slow part (a disk flush), so independent files
-/// are staged at the same time: the flushes then overlap. Dropped uncommitted, it leaves nothing.
-#[derive(Debug)]
-pub struct Staged {
-    temp: PathBuf,
-    path: PathBuf,
-}
-
-/// Writes `bytes` to a synced temporary file beside `path`.
-pub fn stage(path: &Path, bytes: &[u8]) -> io::Result<Staged> {
-    let temp = temp_beside(path)?;
-    let staged = Staged {
-        temp,
-        path: path.to_path_buf(),
-    };
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&staged.temp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    Ok(staged)
-}
-
-/// Puts `staged` files in their places, renamed in the order given (whoever sees the last sees
-/// the others), then syncs their directories, all at once: the same guarantee as
-/// [`write_atomic`] for each file.
-pub fn commit(staged: Vec<Staged>) -> io::Result<()> {
-    place(staged)?.sync()
-}
-
-/// Files renamed into place whose new names are not on the disk until [`Placed::sync`]: every
-/// process sees them already, but a power cut could still bring the old files back. Syncing
-/// later lets that wait overlap with other work (the agent's run).
-#[derive(Debug, Default)]
-#[must_use = "the directories must be synced for the new names to survive a power cut"]
-pub struct Placed {
-    dirs: Vec<PathBuf>,
-}
-
-impl Placed {
-    /// These and `other`'s, to sync together.
-    pub fn and(mut self, other: Placed) -> Placed {
-        for dir in other.dirs {
-            if !self.dirs.contains(&dir) {
-                self.dirs.push(dir);
-            }
+    // A hard link fails if the target exists, so the check and the creation are one step.
+    publish(path, bytes, |temp, path| fs::hard_link(temp, path)).or_else(|error| {
+        match error.kind() {
+            io::ErrorKind::AlreadyExists => Ok(false),
+            _ => Err(error),
         }
-        self
-    }
-
-    /// Syncs the directories, in parallel.
-    pub fn sync(self) -> io::Result<()> {
-        sync_dirs(&self.dirs)
-    }
-}
-
-/// Renames `staged` files into their places in the order given (whoever sees the last sees the
-/// others); their directories are left to [`Placed::sync`].
-pub fn place(staged: Vec<Staged>) -> io::Result<Placed> {
-    let mut placed = Placed::default();
-    for mut file in staged {
-        fs::rename(&file.temp, &file.path)?;
-        placed = placed.and(Placed {
-            dirs: vec![parent(&file.path).to_path_buf()],
-        });
-        file.temp = PathBuf::new();
-    }
-    Ok(placed)
-}
-
-/// Syncs `dirs`, so that the names renamed into them reach the disk (a power cut could bring the
-/// old files back otherwise); several at once, in parallel.
-fn sync_dirs(dirs: &[PathBuf]) -> io::Result<()> {
-    match dirs {
-        [] => return Ok(()),
-        [dir] => return File::open(dir)?.sync_all(),
-        _ => {}
-    }
-    std::thread::scope(|scope| {
-        let syncs: Vec<_> = dirs
-            .iter()
-            .map(|dir| scope.spawn(move || File::open(dir)?.sync_all()))
-            .collect();
-        syncs
-            .into_iter()
-            .try_for_each(|sync| sync.join().expect("a directory sync panicked"))
     })
 }
 
-impl Drop for Staged {
-    fn drop(&mut self) {
-        if !self.temp.as_os_str().is_empty() {
-            let _ = fs::remove_file(&self.temp);
-        }
-    }
-}
+// Writing several files side by side (their fsyncs in parallel threads) was tried and measured:
+// on ext4 here, fsyncs from two threads take longer than the same fsyncs one after the other (each
+// waits for its own journal commit), and the threads cost CPU. So files are written in turn.
 
-fn parent(path: &Path) -> &Path {
-    match path.parent() {
+/// Writes `bytes` to a synced temp file beside `path`, moves it into place with `place`, syncs the
+/// directory, and never leaves the temp file behind.
+fn publish(
+    path: &Path,
+    bytes: &[u8],
+    place: impl FnOnce(&Path, &Path) -> io::Result<()>,
+) -> io::Result<bool> {
+    let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
-    }
-}
-
-/// A name no other write uses: `.<name>.tmp.<pid>.<n>` beside `path`.
-fn temp_beside(path: &Path) -> io::Result<PathBuf> {
+    };
     let name = path
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    Ok(parent(path).join(format!(
+    let temp = dir.join(format!(
         ".{}.tmp.{}.{}",
         name.to_string_lossy(),
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
-    )))
+    ));
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        place(&temp, path)?;
+        // The new name itself must reach the disk, or a power cut could bring the old file back.
+        File::open(dir)?.sync_all()
+    })();
+    // After a rename the temp name is gone already; after a hard link (or a failure) it is not.
+    let _ = fs::remove_file(&temp);
+    result.map(|()| true)
 }
 
 /// Removes the temporary files that writers killed mid-write left in `dir` (`.<name>.tmp.<pid>.<n>`

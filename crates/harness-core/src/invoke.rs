@@ -7,7 +7,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::agent::{self, AgentRun, Invocation, Redactor};
-use crate::atomic::{self, write_atomic};
+use crate::atomic::write_atomic;
 use crate::budget::Remaining;
 use crate::config::AgentConfig;
 use crate::error::InputError;
@@ -53,21 +53,6 @@ pub struct RoleInvocation<'a> {
 /// Creates the run directory and writes `prompt.md`; returns its path. A run directory is never
 /// reused: an existing one is an error.
 pub fn save_prompt(run_dir: &Path, prompt: &str) -> anyhow::Result<PathBuf> {
-    let path = run_dir.join("prompt.md");
-    save_prompt_with(run_dir, prompt, &[])?
-        .sync()
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(path)
-}
-
-/// [`save_prompt`], writing `with` (the run state that records the attempt) at the same time:
-/// each file whole, and renamed into place after prompt.md. Their directories are left to sync
-/// (see [`atomic::Placed`]).
-pub fn save_prompt_with(
-    run_dir: &Path,
-    prompt: &str,
-    with: &[(&Path, &[u8])],
-) -> anyhow::Result<atomic::Placed> {
     if run_dir.exists() {
         return Err(InputError::in_file(
             run_dir,
@@ -78,16 +63,12 @@ pub fn save_prompt_with(
     std::fs::create_dir_all(run_dir)
         .with_context(|| format!("cannot create {}", run_dir.display()))?;
     let path = run_dir.join("prompt.md");
-    let mut files = vec![(path.as_path(), prompt.as_bytes())];
-    files.extend_from_slice(with);
-    match atomic::stage_all(&files).and_then(atomic::place) {
-        Ok(placed) => Ok(placed),
-        Err(error) => {
-            // A full disk: leave no empty run directory behind, as if nothing had started.
-            let _ = std::fs::remove_dir(run_dir);
-            Err(anyhow::Error::new(error).context("cannot write the run's prompt"))
-        }
+    if let Err(error) = write_atomic(&path, prompt.as_bytes()) {
+        // A full disk: leave no empty run directory behind, as if nothing had started.
+        let _ = std::fs::remove_dir(run_dir);
+        return Err(anyhow::Error::new(error).context(format!("cannot write {}", path.display())));
     }
+    Ok(path)
 }
 
 /// Runs the agent with the contract's environment; its output goes to `output.log`. An agent that
@@ -166,18 +147,9 @@ fn environment(invocation: &RoleInvocation) -> Vec<(String, String)> {
 
 /// Writes `result.json` of a run directory.
 pub fn write_result(run_dir: &Path, record: &impl Serialize) -> anyhow::Result<()> {
-    write_atomic(&run_dir.join(RESULT_FILE), &result_json(record)?)
-        .context("cannot write result.json")
-}
-
-/// The name of the record of an invocation in its run directory.
-pub const RESULT_FILE: &str = "result.json";
-
-/// The bytes of result.json.
-pub fn result_json(record: &impl Serialize) -> anyhow::Result<Vec<u8>> {
     let mut json = serde_json::to_vec_pretty(record)?;
     json.push(b'\n');
-    Ok(json)
+    write_atomic(&run_dir.join("result.json"), &json).context("cannot write result.json")
 }
 
 /// A hint for an agent that could not start, when the reason is known.

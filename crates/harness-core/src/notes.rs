@@ -88,14 +88,9 @@ pub fn for_prompt(notes: &str) -> std::borrow::Cow<'_, str> {
 
 /// Appends `section` to the feature's notes (a whole-file atomic rewrite: never a torn section).
 pub fn append(state: &StateDir, feature: &FeatureId, section: &str) -> io::Result<()> {
-    write_atomic(&state.notes(feature), &appended(state, feature, section)?)
-}
-
-/// The feature's notes with `section` appended, to write in place of them (the notes directory
-/// is made if missing).
-pub fn appended(state: &StateDir, feature: &FeatureId, section: &str) -> io::Result<Vec<u8>> {
+    let path = state.notes(feature);
     std::fs::create_dir_all(state.notes_dir())?;
-    let mut text = match std::fs::read(state.notes(feature)) {
+    let mut text = match std::fs::read(&path) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == io::ErrorKind::NotFound => Vec::new(),
         Err(error) => return Err(error),
@@ -104,7 +99,7 @@ pub fn appended(state: &StateDir, feature: &FeatureId, section: &str) -> io::Res
         text.push(b'\n');
     }
     text.extend_from_slice(section.as_bytes());
-    Ok(text)
+    write_atomic(&path, &text)
 }
 
 /// The feature's notes, or `None` when there are none.

@@ -199,10 +199,7 @@ pub fn run_replan(request: &FeatureRequest) -> anyhow::Result<PlanReport> {
         markers: &[],
         budget: Remaining::default(),
     };
-    session
-        .begin(&call)?
-        .sync()
-        .context("cannot record the attempt's start")?;
+    session.begin(&call)?;
     eprintln!("planner: re-breaking {id} (run {run_id})");
     let run = session.run_agent(request, call)?;
     let concluded = match conclude(state_dir, &run, &run_dir, &config, Target::Feature(id)) {

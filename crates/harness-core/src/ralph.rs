@@ -6,7 +6,6 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::agent::End;
-use crate::atomic;
 use crate::budget;
 use crate::config::AgentConfig;
 use crate::error::InputError;
@@ -258,25 +257,16 @@ fn run_iteration(request: &WorkerRequest, carry: &mut Carry) -> anyhow::Result<R
         markers: &markers,
         budget: remaining,
     };
-    let begun = session.begin(&call)?;
+    session.begin(&call)?;
     eprintln!(
         "worker: {} iteration {iteration}/{} (run {run_id})",
         feature.id, session.state.max_iterations
     );
-    let (tree_before, run, begun) = std::thread::scope(|scope| {
-        // The start is in place (a kill is recovered from it); that it also survives a power
-        // cut can be waited for while the agent runs.
-        let begun = scope.spawn(|| begun.sync());
-        let tree_before = carry
-            .tree
-            .take()
-            .unwrap_or_else(|| git::observe(&feature_request.workdir));
-        let run = session.run_agent(feature_request, call);
-        let begun = begun.join().expect("syncing the attempt's start panicked");
-        (tree_before, run, begun)
-    });
-    let run = run?;
-    begun.context("cannot record the attempt's start")?;
+    let tree_before = carry
+        .tree
+        .take()
+        .unwrap_or_else(|| git::observe(&feature_request.workdir));
+    let run = session.run_agent(feature_request, call)?;
     let tree_after = git::observe(&feature_request.workdir);
     // Without a repository before, commits and changes are unknown whatever happened since.
     let commits = git::new_commits_between(
@@ -380,8 +370,12 @@ fn run_iteration(request: &WorkerRequest, carry: &mut Carry) -> anyhow::Result<R
         // Said as a failure mode, so that the curator and the planner see it.
         entries.push((Tag::Fail, memory::one_line(&message)));
     }
-    let raw_lines =
-        memory::entries_with_outcome(&entries, ended_at, Role::Worker, &feature.id, &message);
+    memory::append_raw(
+        state_dir,
+        &memory::entries_with_outcome(&entries, ended_at, Role::Worker, &feature.id, &message),
+    )
+    .context("cannot append to raw.md")?;
+
     let note = AttemptNote {
         attempt: iteration,
         role: Role::Worker,
@@ -392,17 +386,7 @@ fn run_iteration(request: &WorkerRequest, carry: &mut Carry) -> anyhow::Result<R
         output: &output.tail,
     }
     .render();
-    // Two independent files, each synced: side by side, their disk flushes overlap. The notes'
-    // directory is synced with the end's.
-    let (raw, notes) = std::thread::scope(|scope| {
-        let raw = scope.spawn(|| memory::append_raw(state_dir, &raw_lines));
-        let notes = notes::appended(state_dir, &feature.id, &note)
-            .and_then(|text| atomic::stage(&state_dir.notes(&feature.id), &text))
-            .and_then(|staged| atomic::place(vec![staged]));
-        (raw.join().expect("appending to raw.md panicked"), notes)
-    });
-    raw.context("cannot append to raw.md")?;
-    let notes = notes.context("cannot write the notes")?;
+    notes::append(state_dir, &feature.id, &note).context("cannot write the notes")?;
 
     if let Some(attempt) = state.attempt_mut(run_id.as_str()) {
         attempt.record_end(&run, outcome, ended_at, agent_config.prices.as_ref());
@@ -467,40 +451,36 @@ fn run_iteration(request: &WorkerRequest, carry: &mut Carry) -> anyhow::Result<R
     };
 
     let last = state.attempts.last();
-    let result = invoke::result_json(&ResultRecord {
-        run_id: run_id.as_str(),
-        feature_id: feature.id.as_str(),
-        role: Role::Worker,
-        iteration,
-        max_iterations: max,
-        started_at,
-        ended_at,
-        duration_ms: run.duration.as_millis(),
-        outcome,
-        exit_code: last.and_then(|a| a.exit_code),
-        signal: last.and_then(|a| a.signal),
-        promise_found,
-        decision,
-        turns: output.usage.turns,
-        commits,
-        tokens: output.usage.total_tokens(),
-        cost_usd: output.usage.cost_usd,
-        output_bytes: output.bytes,
-        memory_entries: output.entries.len(),
-        memory_entries_dropped: output.entries_dropped,
-        log_error: run.log_error.as_deref(),
-        tree_changed,
-        usage: last.and_then(|a| a.usage.as_ref()),
-        worker_peak_rss_kb: invoke::peak_rss_kb(),
-    })?;
-    // The run state last: once it says the attempt ended, its record is complete.
-    atomic::stage_all(&[
-        (&run_dir.join(invoke::RESULT_FILE), &result),
-        (&session.state_path, &session.state.to_json()?),
-    ])
-    .and_then(atomic::place)
-    .and_then(|ended| notes.and(ended).sync())
-    .context("cannot record the attempt's end")?;
+    invoke::write_result(
+        &run_dir,
+        &ResultRecord {
+            run_id: run_id.as_str(),
+            feature_id: feature.id.as_str(),
+            role: Role::Worker,
+            iteration,
+            max_iterations: max,
+            started_at,
+            ended_at,
+            duration_ms: run.duration.as_millis(),
+            outcome,
+            exit_code: last.and_then(|a| a.exit_code),
+            signal: last.and_then(|a| a.signal),
+            promise_found,
+            decision,
+            turns: output.usage.turns,
+            commits,
+            tokens: output.usage.total_tokens(),
+            cost_usd: output.usage.cost_usd,
+            output_bytes: output.bytes,
+            memory_entries: output.entries.len(),
+            memory_entries_dropped: output.entries_dropped,
+            log_error: run.log_error.as_deref(),
+            tree_changed,
+            usage: last.and_then(|a| a.usage.as_ref()),
+            worker_peak_rss_kb: invoke::peak_rss_kb(),
+        },
+    )?;
+    session.save()?;
     if session.state.status == Status::Done {
         notes::remove(state_dir, &feature.id).context("cannot remove the notes")?;
     }

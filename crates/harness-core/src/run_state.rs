@@ -248,14 +248,9 @@ impl RunState {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        write_atomic(path, &self.to_json()?)
-    }
-
-    /// The bytes of state.json.
-    pub fn to_json(&self) -> std::io::Result<Vec<u8>> {
         let mut json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         json.push(b'\n');
-        Ok(json)
+        write_atomic(path, &json)
     }
 
     /// Marks attempts left `started` by a killed harness as interrupted; returns how many.

@@ -8,7 +8,6 @@ use anyhow::Context;
 
 use crate::agent;
 use crate::agent::AgentRun;
-use crate::atomic;
 use crate::budget::{self, Remaining, Spent};
 use crate::config::{self, Config};
 use crate::error::InputError;
@@ -254,11 +253,11 @@ impl Session {
             .with_context(|| format!("cannot write {}", self.state_path.display()))
     }
 
-    /// Records the attempt `call.run_id` as begun (for the worker, as the next iteration),
-    /// written together with its prompt.md: both are in place before its agent starts, so a kill
-    /// from here on is recovered from the state. Their directories are left to sync (the caller
-    /// may do it while the agent runs).
-    pub fn begin(&mut self, call: &AgentCall<'_>) -> anyhow::Result<atomic::Placed> {
+    /// Records the attempt `call.run_id` as begun (for the worker, as the next iteration), after
+    /// writing its prompt.md: both are on disk before its agent starts, so a kill from here on
+    /// is recovered from the state.
+    pub fn begin(&mut self, call: &AgentCall<'_>) -> anyhow::Result<()> {
+        invoke::save_prompt(call.run_dir, call.prompt)?;
         let run_id = call.run_id.as_str();
         match self.role {
             Role::Worker => {
@@ -266,11 +265,7 @@ impl Session {
             }
             role => self.state.begin_attempt(run_id, role, self.started_at),
         }
-        invoke::save_prompt_with(
-            call.run_dir,
-            call.prompt,
-            &[(&self.state_path, &self.state.to_json()?)],
-        )
+        self.save()
     }
 
     /// Runs the role's agent for the attempt `call.run_id`, already begun and saved, with the

@@ -237,10 +237,7 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
         markers: &markers,
         budget: remaining,
     };
-    session
-        .begin(&call)?
-        .sync()
-        .context("cannot record the attempt's start")?;
+    session.begin(&call)?;
     eprintln!("validator: {} (run {run_id})", feature.id);
     let run = session.run_agent(request, call)?;
     if let End::Interrupted(_) = run.end {
