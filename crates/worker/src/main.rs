@@ -13,8 +13,9 @@ use harness_core::ralph::{run_worker_iteration, run_worker_loop, WorkerRequest};
 use harness_core::role::Role;
 use harness_core::session::check_inputs;
 
-/// Run one iteration of the worker on a feature: a fresh agent process gets the assembled prompt;
-/// its output, notes, memory entries and the feature's run state are written under .harness/.
+/// Run one iteration of the worker on a feature (with --loop, one after another): a fresh agent
+/// process gets the assembled prompt; its output, notes, memory entries and the feature's run
+/// state are written under .harness/.
 ///
 /// Exit codes: 0 the feature is done; 10 the iteration ended without completion and iterations
 /// remain (run again; never with --loop); 11 the promise was delivered and the validator checks
