@@ -20,6 +20,7 @@
 pub mod document;
 pub mod graduation;
 pub mod items;
+pub mod join;
 pub mod log;
 pub mod record;
 pub mod report;

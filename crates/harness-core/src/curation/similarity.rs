@@ -124,8 +124,9 @@ fn undouble(stem: &mut String) {
 }
 
 /// The Dice coefficient of two sorted word lists: 2·|common| / (|a| + |b|), from 0 (nothing in
-/// common, or either empty) to 1 (the same words).
-pub fn similarity(a: &[String], b: &[String]) -> f64 {
+/// common, or either empty) to 1 (the same words). Generic so that words numbered by a
+/// [`Vocabulary`](super::join::Vocabulary) (sorted by number) compare exactly as their text.
+pub fn similarity<T: Ord>(a: &[T], b: &[T]) -> f64 {
     if a.is_empty() || b.is_empty() {
         return 0.0;
     }
@@ -141,7 +142,13 @@ pub fn similarity(a: &[String], b: &[String]) -> f64 {
             }
         }
     }
-    2.0 * common as f64 / (a.len() + b.len()) as f64
+    dice(common, a.len() + b.len())
+}
+
+/// The Dice coefficient of sets of `total` words in all sharing `common`: the one formula, so
+/// that the join's bounds round exactly as [`similarity`] does.
+pub(crate) fn dice(common: usize, total: usize) -> f64 {
+    2.0 * common as f64 / total as f64
 }
 
 #[cfg(test)]
