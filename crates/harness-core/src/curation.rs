@@ -28,7 +28,7 @@ pub mod rewrite;
 pub mod run;
 pub mod similarity;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -36,7 +36,7 @@ use crate::role::Role;
 use crate::time::{self, Timestamp};
 
 use document::{bullet_line, marker_ids, size, Document, Layer};
-use graduation::{Graduation, Identities, Ledger};
+use graduation::{Graduation, Identities, Ledger, Recurrence};
 use items::{Item, Kind};
 use record::{Record, Wording};
 
@@ -356,10 +356,11 @@ pub fn curate(
     let ledger = snapshot
         .ledger
         .with_mission(&snapshot.mission, &snapshot.project, &eligible);
+    let recurrence = Recurrence::new(&ledger, params.similarity);
     let graduations = graduation::graduate(
         &eligible,
         &snapshot.identities,
-        &ledger,
+        &recurrence,
         &snapshot.mission,
         params,
     );
@@ -397,12 +398,13 @@ pub fn curate(
         files.mission = Some(format!("{}\n", snapshot.mission));
     }
 
-    let old_place = |item: &Item| old_place(item, &summary_doc, &memory_doc);
+    let old_places = old_places(&summary_doc, &memory_doc);
+    let old_place = |item: &Item| old_place(item, &old_places);
     let report = Report {
         mission: snapshot.mission.clone(),
         entries: lines.len(),
         malformed: report::malformed(&lines),
-        items: report::items(&items, &place, &ledger, &snapshot.mission, params),
+        items: report::items(&items, &place, &recurrence, &snapshot.mission),
         changes: report::changes(
             &items,
             &place,
@@ -639,12 +641,11 @@ fn demoted_text(
     now: Timestamp,
 ) -> String {
     let mut text = snapshot.demoted.clone();
+    let by_entry = items_by_entry(items);
     for doc in docs {
         for section in &doc.sections {
             for bullet in &section.curator {
-                let item = items
-                    .iter()
-                    .find(|i| i.entry_ids().any(|id| id == bullet.id));
+                let item = by_entry.get(bullet.id.as_str());
                 let gone = item.is_none_or(|item| place[item.id.as_str()] == Place::Archive);
                 if !gone || edits.fresh_demotions.contains(&bullet.line) {
                     continue;
@@ -716,21 +717,45 @@ fn changed_text(old: &Option<String>, new: &str, has_bullets: bool) -> Option<St
     }
 }
 
-/// Where the curator's bullet of `item` was before the pass, if it had one.
-fn old_place(item: &Item, summary: &Document, memory: &Document) -> Option<Place> {
-    [summary, memory].into_iter().find_map(|doc| {
-        doc.sections.iter().find_map(|section| {
-            let known = section.known?;
-            let shows = section
-                .curator
-                .iter()
-                .any(|bullet| item.entry_ids().any(|id| id == bullet.id));
-            shows.then_some(match doc.layer {
-                Layer::Summary => Place::Summary(known),
-                Layer::Memory => Place::Memory(known),
-            })
+/// Each entry id of `items` with its item: the item that a marker naming the entry names.
+fn items_by_entry(items: &[Item]) -> HashMap<&str, &Item> {
+    let mut by_entry = HashMap::new();
+    for item in items {
+        for id in item.entry_ids() {
+            by_entry.entry(id).or_insert(item);
+        }
+    }
+    by_entry
+}
+
+/// Where the curator's bullets were before the pass: each bullet's id with the first known
+/// section that shows it (summary.md's first), numbered in that order.
+fn old_places<'a>(summary: &'a Document, memory: &'a Document) -> HashMap<&'a str, (usize, Place)> {
+    let mut places = HashMap::new();
+    let sections = [summary, memory].into_iter().flat_map(|doc| {
+        doc.sections.iter().filter_map(move |section| {
+            let place = match doc.layer {
+                Layer::Summary => Place::Summary(section.known?),
+                Layer::Memory => Place::Memory(section.known?),
+            };
+            Some((section, place))
         })
-    })
+    });
+    for (order, (section, place)) in sections.enumerate() {
+        for bullet in &section.curator {
+            places.entry(bullet.id.as_str()).or_insert((order, place));
+        }
+    }
+    places
+}
+
+/// Where the curator's bullet of `item` was before the pass, if it had one: the first section
+/// of [`old_places`] showing any of its entries.
+fn old_place(item: &Item, old_places: &HashMap<&str, (usize, Place)>) -> Option<Place> {
+    item.entry_ids()
+        .filter_map(|id| old_places.get(id))
+        .min_by_key(|(order, _)| *order)
+        .map(|(_, place)| *place)
 }
 
 /// The order of support, best first: more workers, more sightings, more recent, then by id. The

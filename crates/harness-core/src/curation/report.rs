@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::time::Timestamp;
 
 use super::document::Size;
-use super::graduation::{Graduation, Ledger};
+use super::graduation::{Graduation, Recurrence};
 use super::items::{Item, Kind};
 use super::log::Line;
 use super::{cut, Params, Place, MEMORY_HISTORY};
@@ -246,10 +246,10 @@ pub(super) fn changes(
             c.id.clone(),
         )
     });
+    let by_id: BTreeMap<&str, &Item> = items.iter().map(|i| (i.id.as_str(), i)).collect();
     for graduation in graduations {
-        let text = items
-            .iter()
-            .find(|i| i.id == graduation.id)
+        let text = by_id
+            .get(graduation.id.as_str())
             .map(|i| i.text.clone())
             .unwrap_or_default();
         changes.push(Change {
@@ -283,9 +283,8 @@ pub(super) fn malformed(lines: &[&Line]) -> Vec<Malformed> {
 pub(super) fn items(
     items: &[Item],
     place: &BTreeMap<&str, Place>,
-    ledger: &Ledger,
+    recurrence: &Recurrence,
     mission: &str,
-    params: &Params,
 ) -> Vec<ItemReport> {
     items
         .iter()
@@ -297,7 +296,7 @@ pub(super) fn items(
             workers: item.workers.clone(),
             features: item.features.clone(),
             missions: if item.kind == Kind::Avoid {
-                ledger.missions_of(mission, item, params.similarity).len()
+                recurrence.missions_of(mission, item).len()
             } else {
                 1
             },
