@@ -377,7 +377,7 @@ pub fn curate(
     let has = |wanted: fn(&Place) -> bool| place.values().any(wanted);
     let mut files = Files {
         mission: None,
-        chunk: truncation.chunk.clone(),
+        chunk: truncation.chunk,
         demoted: (demoted != snapshot.demoted).then_some(demoted),
         memory: changed_text(
             &snapshot.memory,
@@ -392,7 +392,7 @@ pub fn curate(
         identities: identity_files(&snapshot.identities, &graduations),
         ledger: (ledger != snapshot.ledger).then(|| ledger.to_json()),
         record: (record != snapshot.record).then(|| record.to_json()),
-        raw: truncation.raw.clone(),
+        raw: truncation.raw,
     };
     if !snapshot.mission_recorded && files != Files::default() {
         files.mission = Some(format!("{}\n", snapshot.mission));
@@ -413,7 +413,7 @@ pub fn curate(
             &graduations,
         ),
         archived_lines: truncation.archived_lines,
-        chunk: truncation
+        chunk: files
             .chunk
             .as_ref()
             .map(|(seq, _)| format!("archive/{}", log::chunk_name(*seq))),
@@ -516,7 +516,7 @@ fn place_items<'a>(
     }
 
     // summary.md: the best supported first, while the file stays within its bounds.
-    summary_candidates.sort_by_key(|item| rank(item));
+    summary_candidates.sort_by(|a, b| rank(a).cmp(&rank(b)));
     let mut plan = SummaryPlan {
         bullets: vec![Vec::new(); Layer::Summary.sections().len()],
         doc: summary_doc.clone(),
@@ -556,7 +556,7 @@ fn place_items<'a>(
     }
 
     // MEMORY.md: one line each, live items by support, then the History, newest first.
-    memory_live.sort_by_key(|(item, _)| rank(item));
+    memory_live.sort_by(|(a, _), (b, _)| rank(a).cmp(&rank(b)));
     history.sort_by(|a, b| b.last_seen.cmp(&a.last_seen).then(a.id.cmp(&b.id)));
     let user_lines = size(&memory_doc.render_user_only()).lines;
     if user_lines > params.memory_max_lines {
@@ -615,7 +615,7 @@ fn render_memory(items: &[Item], place: &BTreeMap<&str, Place>, doc: &Document) 
             if section == MEMORY_HISTORY {
                 shown.sort_by(|a, b| b.last_seen.cmp(&a.last_seen).then(a.id.cmp(&b.id)));
             } else {
-                shown.sort_by_key(|item| rank(item));
+                shown.sort_by(|a, b| rank(a).cmp(&rank(b)));
             }
             let heading = doc.heading(section);
             shown
@@ -766,14 +766,14 @@ fn rank(
     std::cmp::Reverse<usize>,
     std::cmp::Reverse<usize>,
     std::cmp::Reverse<Timestamp>,
-    String,
+    &str,
 ) {
     use std::cmp::Reverse;
     (
         Reverse(item.workers.len()),
         Reverse(item.seen),
         Reverse(item.last_seen),
-        item.id.clone(),
+        &item.id,
     )
 }
 

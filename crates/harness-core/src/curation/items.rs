@@ -7,7 +7,7 @@
 //! the order of the entries. Decisions are grouped only when their words are the same: a decision
 //! worded differently on the same subject is a newer decision, which supersedes the older one.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::features::FeatureId;
 use crate::memory::Tag;
@@ -63,11 +63,16 @@ impl Evidence {
     /// workers; the iterations on one feature are one worker (each reads its predecessor's
     /// notes, so a repeat there is not an independent report).
     pub fn worker(&self) -> String {
-        match (self.role, &self.feature) {
-            (Role::Worker, Some(feature)) => feature.to_string(),
-            (role, Some(feature)) => format!("{role} {feature}"),
-            (role, None) => role.to_string(),
-        }
+        worker(self.role, self.feature.as_ref())
+    }
+}
+
+/// The worker `role` on `feature` (see [`Evidence::worker`]).
+fn worker(role: Role, feature: Option<&FeatureId>) -> String {
+    match (role, feature) {
+        (Role::Worker, Some(feature)) => feature.to_string(),
+        (role, Some(feature)) => format!("{role} {feature}"),
+        (role, None) => role.to_string(),
     }
 }
 
@@ -117,31 +122,14 @@ impl Item {
 
 /// Entries of one kind with the same normalised words: one node of the grouping.
 type NodeKey = (Kind, Vec<String>);
+/// A node and its entries.
+type Node = (NodeKey, Vec<Evidence>);
 
 /// Groups the entries of `lines` into items, sorted by id. `threshold`: the similarity at which
 /// two entries say the same thing; `supersede`: the similarity at which a newer decision is on
 /// the same subject as an older one.
 pub fn group(lines: &[&Line], threshold: f64, supersede: f64) -> Vec<Item> {
-    // Entries with the same kind and the same words are one node; nodes are then joined.
-    let mut nodes: BTreeMap<NodeKey, Vec<Evidence>> = BTreeMap::new();
-    for line in lines {
-        let Ok(entry) = &line.entry else { continue };
-        let Some(kind) = Kind::of(entry.tag) else {
-            continue;
-        };
-        nodes
-            .entry((kind, words(&entry.text)))
-            .or_default()
-            .push(Evidence {
-                id: line.id(),
-                time: entry.time,
-                role: entry.role,
-                feature: entry.feature.clone(),
-                tag: entry.tag,
-                text: entry.text.clone(),
-            });
-    }
-    let nodes: Vec<(NodeKey, Vec<Evidence>)> = nodes.into_iter().collect();
+    let nodes = nodes(lines);
     // Each node's group, by one node of it. Entries of two kinds are never alike, and
     // decisions only when their words are the same (one node already): a join for each other
     // kind.
@@ -170,6 +158,32 @@ pub fn group(lines: &[&Line], threshold: f64, supersede: f64) -> Vec<Item> {
     items.sort_by(|a, b| a.id.cmp(&b.id));
     mark_superseded(&mut items, supersede);
     items
+}
+
+/// The entries of `lines` by kind and words: the nodes of the grouping, in the order of their
+/// keys, each with its entries.
+fn nodes(lines: &[&Line]) -> Vec<Node> {
+    let mut nodes: HashMap<NodeKey, Vec<Evidence>> = HashMap::new();
+    for line in lines {
+        let Ok(entry) = &line.entry else { continue };
+        let Some(kind) = Kind::of(entry.tag) else {
+            continue;
+        };
+        nodes
+            .entry((kind, words(&entry.text)))
+            .or_default()
+            .push(Evidence {
+                id: line.id(),
+                time: entry.time,
+                role: entry.role,
+                feature: entry.feature.clone(),
+                tag: entry.tag,
+                text: entry.text.clone(),
+            });
+    }
+    let mut nodes: Vec<Node> = nodes.into_iter().collect();
+    nodes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    nodes
 }
 
 /// Word sets as numbers of their [`Vocabulary`], for the join.
@@ -214,10 +228,18 @@ fn item(kind: Kind, mut evidence: Vec<Evidence>) -> Item {
             )
         })
         .collect();
-    let workers: BTreeSet<String> = evidence.iter().map(Evidence::worker).collect();
-    let features: BTreeSet<String> = evidence
+    // A name is made for each distinct reporter, not for each of the (maybe many) entries.
+    let reporters: HashSet<(Role, Option<&FeatureId>)> = evidence
         .iter()
-        .filter_map(|e| e.feature.as_ref().map(ToString::to_string))
+        .map(|e| (e.role, e.feature.as_ref()))
+        .collect();
+    let workers: BTreeSet<String> = reporters
+        .into_iter()
+        .map(|(role, feature)| worker(role, feature))
+        .collect();
+    let features: BTreeSet<&str> = evidence
+        .iter()
+        .filter_map(|e| e.feature.as_ref().map(FeatureId::as_str))
         .collect();
     Item {
         id: first.id.clone(),
@@ -227,7 +249,7 @@ fn item(kind: Kind, mut evidence: Vec<Evidence>) -> Item {
         text,
         seen: invocations.len(),
         workers: workers.into_iter().collect(),
-        features: features.into_iter().collect(),
+        features: features.into_iter().map(str::to_string).collect(),
         role,
         first_seen: first.time,
         last_seen: last.time,
@@ -352,25 +374,7 @@ mod tests {
     /// node that shares a word with it, and every decision with every later one. The reference
     /// that [`group`] must match item for item.
     fn naive_group(lines: &[&Line], threshold: f64, supersede: f64) -> Vec<Item> {
-        let mut nodes: BTreeMap<NodeKey, Vec<Evidence>> = BTreeMap::new();
-        for line in lines {
-            let Ok(entry) = &line.entry else { continue };
-            let Some(kind) = Kind::of(entry.tag) else {
-                continue;
-            };
-            nodes
-                .entry((kind, words(&entry.text)))
-                .or_default()
-                .push(Evidence {
-                    id: line.id(),
-                    time: entry.time,
-                    role: entry.role,
-                    feature: entry.feature.clone(),
-                    tag: entry.tag,
-                    text: entry.text.clone(),
-                });
-        }
-        let nodes: Vec<(NodeKey, Vec<Evidence>)> = nodes.into_iter().collect();
+        let nodes = nodes(lines);
         let mut sets = join::DisjointSets::new(nodes.len());
         let mut by_word: BTreeMap<(Kind, &str), Vec<usize>> = BTreeMap::new();
         for (index, ((kind, node_words), _)) in nodes.iter().enumerate() {

@@ -239,13 +239,11 @@ pub(super) fn changes(
         "archive",
         "dismiss",
     ];
-    changes.sort_by_key(|c| {
-        (
-            ORDER.iter().position(|a| *a == c.action),
-            c.to.clone(),
-            c.id.clone(),
-        )
-    });
+    fn key(change: &Change) -> (Option<usize>, &str, &str) {
+        let action = ORDER.iter().position(|a| *a == change.action);
+        (action, &change.to, &change.id)
+    }
+    changes.sort_by(|a, b| key(a).cmp(&key(b)));
     let by_id: BTreeMap<&str, &Item> = items.iter().map(|i| (i.id.as_str(), i)).collect();
     for graduation in graduations {
         let text = by_id

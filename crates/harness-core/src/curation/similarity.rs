@@ -7,7 +7,7 @@
 //! filler verbs (`the`, `use`, `always`…) dropped; a light stemmer folds plurals and `-ed`/`-ing`.
 
 /// Words that carry no subject: dropped before comparing. Negations are kept: `do not X` and `X`
-/// must not look alike.
+/// must not look alike. Sorted, for a binary search.
 const STOPWORDS: &[&str] = &[
     "a", "about", "above", "after", "again", "all", "also", "always", "am", "an", "and", "any",
     "are", "as", "at", "be", "because", "been", "before", "being", "both", "but", "by", "can",
@@ -24,12 +24,16 @@ const STOPWORDS: &[&str] = &[
 
 /// The content words of `text`, normalised, sorted and without repeats.
 pub fn words(text: &str) -> Vec<String> {
-    let lowered = text.to_lowercase().replace("n't", " not");
+    let mut lowered = text.to_lowercase();
+    // Most texts have no `n't`: no second copy for them.
+    if lowered.contains("n't") {
+        lowered = lowered.replace("n't", " not");
+    }
     let mut words: Vec<String> = lowered
         .split_whitespace()
         .flat_map(token_words)
-        .filter(|word| !STOPWORDS.contains(&word.as_str()))
-        .map(|word| stem(&word))
+        .filter(|word| STOPWORDS.binary_search(word).is_err())
+        .map(stem)
         .filter(|word| !word.is_empty())
         .collect();
     words.sort();
@@ -39,12 +43,11 @@ pub fn words(text: &str) -> Vec<String> {
 
 /// The words of one whitespace-separated token: nothing for a timestamp, the last component of
 /// a path, and the alphanumeric runs of the rest, numbers left out.
-fn token_words(token: &str) -> Vec<String> {
+fn token_words(token: &str) -> impl Iterator<Item = &str> {
     let token = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '/' && c != '*');
-    if looks_like_time(token) {
-        return Vec::new();
-    }
-    let token = if token.contains('/') || token.contains('\\') {
+    let token = if looks_like_time(token) {
+        ""
+    } else if token.contains('/') || token.contains('\\') {
         token
             .trim_end_matches(['/', '\\'])
             .rsplit(['/', '\\'])
@@ -56,8 +59,6 @@ fn token_words(token: &str) -> Vec<String> {
     token
         .split(|c: char| !c.is_alphanumeric())
         .filter(|run| !run.is_empty() && !is_number_like(run))
-        .map(str::to_string)
-        .collect()
 }
 
 /// `2026-04-24`, `2026-04-24T10:05:12Z`, `10:05:12`.
@@ -170,6 +171,11 @@ mod tests {
             words("crates/x/src/main.rs failed")
         );
         assert_eq!(words("Don't commit"), ["commit", "not"]);
+    }
+
+    #[test]
+    fn stopwords_are_sorted_and_distinct() {
+        assert!(STOPWORDS.windows(2).all(|pair| pair[0] < pair[1]));
     }
 
     #[test]
