@@ -41,7 +41,7 @@ use items::{Item, Kind};
 use record::{Record, Wording};
 
 pub use report::{AgentVerdict, Change, ItemReport, Malformed, Report};
-pub use run::{read_text, run, Outcome, Request};
+pub use run::{read_text, run, Interrupted, Outcome, Request};
 
 /// Length of an item id (hex digits of a hash of its earliest raw line).
 pub const ID_LEN: usize = 10;
@@ -300,6 +300,52 @@ impl SummaryPlan {
     }
 }
 
+/// A pass given up because its `cancel` check said so: it decided nothing, and nothing of it is
+/// to be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cancelled;
+
+/// A large value of a pass, freed on a thread of its own when dropped: freeing the millions of
+/// allocations of a pass over a million entries takes most of a second, which neither the end
+/// of the pass nor an interrupt should wait for.
+struct Background<T: Send + 'static>(Option<T>);
+
+impl<T: Send + 'static> Background<T> {
+    fn new(value: T) -> Self {
+        Self(Some(value))
+    }
+
+    /// The value, to be freed by whoever takes it.
+    fn into_inner(mut self) -> T {
+        self.0.take().expect("a value until it is taken")
+    }
+}
+
+impl<T: Send + 'static> std::ops::Deref for Background<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        self.0.as_ref().expect("a value until it is taken")
+    }
+}
+
+impl<T: Send + 'static> std::ops::DerefMut for Background<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.0.as_mut().expect("a value until it is taken")
+    }
+}
+
+impl<T: Send + 'static> Drop for Background<T> {
+    fn drop(&mut self) {
+        if let Some(value) = self.0.take() {
+            // Should the thread not start, the value is freed here, as it would have been.
+            let _ = std::thread::Builder::new()
+                .name("free".into())
+                .spawn(move || drop(value));
+        }
+    }
+}
+
 /// The outcome of [`curate`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pass {
@@ -313,16 +359,25 @@ pub struct Pass {
 
 /// One pass: from what the files hold (`snapshot`), the parameters, the clock and the agent's
 /// accepted wordings (item id → summary text), the files to write and the report. Pure: the
-/// same inputs give the same bytes.
+/// same inputs give the same bytes. `cancel` is asked all along the pass (it must be cheap);
+/// when it says so, the pass stops with [`Cancelled`].
 pub fn curate(
     snapshot: &Snapshot,
     params: &Params,
     now: Timestamp,
     wordings: &BTreeMap<String, String>,
-) -> Pass {
-    let log = log::read(&snapshot.raw, &snapshot.chunks);
+    cancel: &dyn Fn() -> bool,
+) -> Result<Pass, Cancelled> {
+    // Between the steps that are not cancelled inside (none takes long).
+    let check = || if cancel() { Err(Cancelled) } else { Ok(()) };
+    let log = Background::new(log::read_unless(&snapshot.raw, &snapshot.chunks, cancel)?);
     let lines: Vec<&log::Line> = log.lines().collect();
-    let items = items::group(&lines, params.similarity, params.supersede_similarity);
+    let items = Background::new(items::group(
+        &lines,
+        params.similarity,
+        params.supersede_similarity,
+        cancel,
+    )?);
     let summary_doc = Document::parse(Layer::Summary, snapshot.summary.as_deref());
     let memory_doc = Document::parse(Layer::Memory, snapshot.memory.as_deref());
     let edits = HandEdits::read(snapshot, &summary_doc, &memory_doc);
@@ -337,6 +392,7 @@ pub fn curate(
         &summary_text,
         &mut warnings,
     );
+    check()?;
     let summary_new = plan.render(&BTreeMap::new());
     let memory_new = render_memory(&items, &place, &memory_doc);
     let demoted = demoted_text(
@@ -347,6 +403,7 @@ pub fn curate(
         [&summary_doc, &memory_doc],
         now,
     );
+    check()?;
 
     // Graduation, and this mission's failure modes in the ledger.
     let eligible: Vec<&Item> = items
@@ -364,6 +421,7 @@ pub fn curate(
         &snapshot.mission,
         params,
     );
+    check()?;
 
     let record = new_record(
         &items,
@@ -374,6 +432,7 @@ pub fn curate(
         &snapshot.record,
     );
     let truncation = log::truncate(&log, &snapshot.raw, params.keep_raw);
+    check()?;
     let has = |wanted: fn(&Place) -> bool| place.values().any(wanted);
     let mut files = Files {
         mission: None,
@@ -400,18 +459,22 @@ pub fn curate(
 
     let old_places = old_places(&summary_doc, &memory_doc);
     let old_place = |item: &Item| old_place(item, &old_places);
+    let items_report = report::items(&items, &place, &recurrence, &snapshot.mission);
+    check()?;
+    let changes = report::changes(
+        &items,
+        &place,
+        &old_place,
+        &edits.newly_dismissed,
+        &graduations,
+    );
+    check()?;
     let report = Report {
         mission: snapshot.mission.clone(),
         entries: lines.len(),
         malformed: report::malformed(&lines),
-        items: report::items(&items, &place, &recurrence, &snapshot.mission),
-        changes: report::changes(
-            &items,
-            &place,
-            &old_place,
-            &edits.newly_dismissed,
-            &graduations,
-        ),
+        items: items_report,
+        changes,
         archived_lines: truncation.archived_lines,
         chunk: files
             .chunk
@@ -424,11 +487,11 @@ pub fn curate(
         agent: None,
         dry_run: false,
     };
-    Pass {
+    Ok(Pass {
         files,
         report,
         summary_plan: plan,
-    }
+    })
 }
 
 /// What the user did by hand since the last pass, as the files and the record tell.

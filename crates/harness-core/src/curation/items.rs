@@ -17,6 +17,7 @@ use crate::time::Timestamp;
 use super::join::{self, Vocabulary};
 use super::log::Line;
 use super::similarity::{similarity, words};
+use super::{Background, Cancelled};
 
 /// The section an item belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -127,9 +128,15 @@ type Node = (NodeKey, Vec<Evidence>);
 
 /// Groups the entries of `lines` into items, sorted by id. `threshold`: the similarity at which
 /// two entries say the same thing; `supersede`: the similarity at which a newer decision is on
-/// the same subject as an older one.
-pub fn group(lines: &[&Line], threshold: f64, supersede: f64) -> Vec<Item> {
-    let nodes = nodes(lines);
+/// the same subject as an older one. `cancel` is asked all along; when it says so, the grouping
+/// stops with [`Cancelled`].
+pub fn group(
+    lines: &[&Line],
+    threshold: f64,
+    supersede: f64,
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<Item>, Cancelled> {
+    let mut nodes = Background::new(nodes(lines, cancel)?);
     // Each node's group, by one node of it. Entries of two kinds are never alike, and
     // decisions only when their words are the same (one node already): a join for each other
     // kind.
@@ -138,33 +145,60 @@ pub fn group(lines: &[&Line], threshold: f64, supersede: f64) -> Vec<Item> {
         let members: Vec<usize> = (0..nodes.len())
             .filter(|&node| nodes[node].0 .0 == kind)
             .collect();
-        let ids = numbered(members.iter().map(|&node| &nodes[node].0 .1));
-        for (member, representative) in join::groups(&ids, threshold).into_iter().enumerate() {
+        let ids = numbered(members.iter().map(|&node| &nodes[node].0 .1), cancel)?;
+        for (member, representative) in join::groups(&ids, threshold, cancel)?
+            .into_iter()
+            .enumerate()
+        {
             group_of[members[member]] = members[representative];
         }
     }
     let mut groups: BTreeMap<usize, (Kind, Vec<Evidence>)> = BTreeMap::new();
-    for (index, ((kind, _), evidence)) in nodes.into_iter().enumerate() {
+    for (index, ((kind, _), evidence)) in nodes.iter_mut().enumerate() {
         groups
             .entry(group_of[index])
-            .or_insert_with(|| (kind, Vec::new()))
+            .or_insert_with(|| (*kind, Vec::new()))
             .1
-            .extend(evidence);
+            .append(evidence);
     }
-    let mut items: Vec<Item> = groups
-        .into_values()
-        .map(|(kind, evidence)| item(kind, evidence))
-        .collect();
+    drop(nodes);
+    let mut groups = Background::new(groups.into_values().collect::<Vec<_>>());
+    let mut items = Background::new(Vec::with_capacity(groups.len()));
+    for (kind, evidence) in groups.iter_mut() {
+        if cancel() {
+            return Err(Cancelled);
+        }
+        items.push(item(*kind, std::mem::take(evidence)));
+    }
     items.sort_by(|a, b| a.id.cmp(&b.id));
-    mark_superseded(&mut items, supersede);
-    items
+    mark_superseded(&mut items, supersede, cancel)?;
+    Ok(items.into_inner())
+}
+
+/// Word sets as numbers of their [`Vocabulary`], for the join.
+fn numbered<'w>(
+    sets: impl Iterator<Item = &'w Vec<String>> + Clone,
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<Vec<u32>>, Cancelled> {
+    let vocabulary = Vocabulary::new(sets.clone().map(Vec::as_slice));
+    let mut numbered = Vec::new();
+    for set in sets {
+        if cancel() {
+            return Err(Cancelled);
+        }
+        numbered.push(vocabulary.ids(set));
+    }
+    Ok(numbered)
 }
 
 /// The entries of `lines` by kind and words: the nodes of the grouping, in the order of their
 /// keys, each with its entries.
-fn nodes(lines: &[&Line]) -> Vec<Node> {
-    let mut nodes: HashMap<NodeKey, Vec<Evidence>> = HashMap::new();
+fn nodes(lines: &[&Line], cancel: &dyn Fn() -> bool) -> Result<Vec<Node>, Cancelled> {
+    let mut nodes: Background<HashMap<NodeKey, Vec<Evidence>>> = Background::new(HashMap::new());
     for line in lines {
+        if cancel() {
+            return Err(Cancelled);
+        }
         let Ok(entry) = &line.entry else { continue };
         let Some(kind) = Kind::of(entry.tag) else {
             continue;
@@ -181,15 +215,9 @@ fn nodes(lines: &[&Line]) -> Vec<Node> {
                 text: entry.text.clone(),
             });
     }
-    let mut nodes: Vec<Node> = nodes.into_iter().collect();
+    let mut nodes: Vec<Node> = nodes.into_inner().into_iter().collect();
     nodes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    nodes
-}
-
-/// Word sets as numbers of their [`Vocabulary`], for the join.
-fn numbered<'w>(sets: impl Iterator<Item = &'w Vec<String>> + Clone) -> Vec<Vec<u32>> {
-    let vocabulary = Vocabulary::new(sets.clone().map(Vec::as_slice));
-    sets.map(|set| vocabulary.ids(set)).collect()
+    Ok(nodes)
 }
 
 /// An item from its kind and entries.
@@ -279,20 +307,27 @@ fn most_frequent<T: Copy + PartialEq>(
 
 /// Marks each decision that a later decision on the same subject replaces: its successor is the
 /// most similar of those later ones (then the latest).
-fn mark_superseded(items: &mut [Item], supersede: f64) {
+fn mark_superseded(
+    items: &mut [Item],
+    supersede: f64,
+    cancel: &dyn Fn() -> bool,
+) -> Result<(), Cancelled> {
     let decisions: Vec<usize> = (0..items.len())
         .filter(|&i| items[i].kind == Kind::Decision)
         .collect();
     let mut successors = Successors::new(items, &decisions);
     if supersede > 0.0 {
-        let ids = numbered(decisions.iter().map(|&i| &items[i].words));
-        join::candidate_pairs(&ids, supersede, |a, b, pair| {
+        let ids = numbered(decisions.iter().map(|&i| &items[i].words), cancel)?;
+        join::candidate_pairs(&ids, supersede, cancel, |a, b, pair| {
             successors.offer(a, b, || pair.reaches());
-        });
+        })?;
     } else {
         // At a threshold of 0 or below, decisions that share no word are on the same subject
         // too: every pair is, and no filter applies.
         for a in 0..decisions.len() {
+            if cancel() {
+                return Err(Cancelled);
+            }
             for b in a + 1..decisions.len() {
                 let score = similarity(&items[decisions[a]].words, &items[decisions[b]].words);
                 successors.offer(a, b, || (score >= supersede).then_some(score));
@@ -303,6 +338,7 @@ fn mark_superseded(items: &mut [Item], supersede: f64) {
     for (decision, successor) in decisions.into_iter().zip(chosen) {
         items[decision].superseded_by = successor;
     }
+    Ok(())
 }
 
 /// The successor of each decision so far (by number among the decisions): the most similar
@@ -374,7 +410,7 @@ mod tests {
     /// node that shares a word with it, and every decision with every later one. The reference
     /// that [`group`] must match item for item.
     fn naive_group(lines: &[&Line], threshold: f64, supersede: f64) -> Vec<Item> {
-        let nodes = nodes(lines);
+        let nodes = nodes(lines, &|| false).unwrap();
         let mut sets = join::DisjointSets::new(nodes.len());
         let mut by_word: BTreeMap<(Kind, &str), Vec<usize>> = BTreeMap::new();
         for (index, ((kind, node_words), _)) in nodes.iter().enumerate() {
@@ -485,9 +521,16 @@ mod tests {
         ) {
             let lines = lines(&raw.join("\n"));
             let lines: Vec<&Line> = lines.iter().collect();
-            let fast = group(&lines, threshold, supersede);
+            let fast = group(&lines, threshold, supersede, &|| false).unwrap();
             prop_assert_eq!(fast, naive_group(&lines, threshold, supersede));
         }
+    }
+
+    #[test]
+    fn a_cancelled_grouping_stops() {
+        let lines = lines("[2026-04-24T10:00:00Z] worker F-1 LESSON: alpha beta gamma\n");
+        let lines: Vec<&Line> = lines.iter().collect();
+        assert_eq!(group(&lines, 0.6, 0.4, &|| true), Err(Cancelled));
     }
 
     fn lines(text: &str) -> Vec<Line> {
@@ -496,7 +539,7 @@ mod tests {
 
     fn grouped(text: &str) -> Vec<Item> {
         let lines = lines(text);
-        group(&lines.iter().collect::<Vec<_>>(), 0.6, 0.4)
+        group(&lines.iter().collect::<Vec<_>>(), 0.6, 0.4, &|| false).unwrap()
     }
 
     #[test]

@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 
 use super::similarity::{dice, similarity};
+use super::Cancelled;
 
 /// Words as numbers: each word of the sets it was made from by its rank in the order of how
 /// many sets hold it, rarest first (ties by the word, so the numbering is deterministic).
@@ -159,11 +160,19 @@ impl Pair<'_> {
 /// The groups that similarity reaching `threshold` makes of `sets` (word numbers, ascending,
 /// all of one [`Vocabulary`]), transitively: two sets each like a third are one group, even if
 /// they are not alike. For each set, the number of one set of its group (the same for the whole
-/// group); a set with no word is alone.
-pub fn groups(sets: &[Vec<u32>], threshold: f64) -> Vec<usize> {
+/// group); a set with no word is alone. `cancel` is asked at every set; when it says so, the
+/// join stops with [`Cancelled`].
+pub fn groups(
+    sets: &[Vec<u32>],
+    threshold: f64,
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<usize>, Cancelled> {
     let (mut prefixes, order) = Prefixes::new(sets, threshold);
     let mut groups = DisjointSets::new(order.len());
     for later in 0..order.len() {
+        if cancel() {
+            return Err(Cancelled);
+        }
         prefixes.probe(later, |mut meeting| {
             // A set already in the group needs no comparing: in a large group (a lesson said a
             // thousand ways), that is most of the sets met. The group it was in when indexed
@@ -182,19 +191,24 @@ pub fn groups(sets: &[Vec<u32>], threshold: f64) -> Vec<usize> {
     for (rank, &set) in order.iter().enumerate() {
         representative[set] = order[groups.root(rank)];
     }
-    representative
+    Ok(representative)
 }
 
 /// Calls `visit(a, b, pair)` for candidate pairs of `sets` (word numbers, ascending, all of one
 /// [`Vocabulary`]) by their numbers: every pair whose similarity reaches `threshold` is among
-/// them, once, and few others are; the caller checks each with [`Pair::reaches`].
+/// them, once, and few others are; the caller checks each with [`Pair::reaches`]. `cancel` is
+/// asked at every set; when it says so, the join stops with [`Cancelled`].
 pub fn candidate_pairs(
     sets: &[Vec<u32>],
     threshold: f64,
+    cancel: &dyn Fn() -> bool,
     mut visit: impl FnMut(usize, usize, Pair),
-) {
+) -> Result<(), Cancelled> {
     let (mut prefixes, order) = Prefixes::new(sets, threshold);
     for later in 0..order.len() {
+        if cancel() {
+            return Err(Cancelled);
+        }
         prefixes.probe(later, |mut meeting| {
             if let Some(pair) = meeting.first().then(|| meeting.pair()).flatten() {
                 visit(order[meeting.earlier], order[later], pair);
@@ -202,6 +216,7 @@ pub fn candidate_pairs(
         });
         prefixes.insert(later, later);
     }
+    Ok(())
 }
 
 /// One set's place in the index: the set (by rank), where the word is in it, its length, and
@@ -523,7 +538,7 @@ mod tests {
         // Bounds for every length up to the longest set would take the square of its length.
         let long: Vec<u32> = (0..200_000).collect();
         let sets = vec![vec![1, 2, 3], long.clone(), long, vec![7, 8]];
-        let groups = groups(&sets, 0.6);
+        let groups = groups(&sets, 0.6, &|| false).unwrap();
         assert_eq!(groups, [0, 1, 1, 3]);
     }
 
