@@ -391,8 +391,8 @@ pub fn curate(
         params,
         &summary_text,
         &mut warnings,
-    );
-    check()?;
+        cancel,
+    )?;
     let summary_new = plan.render(&BTreeMap::new());
     let memory_new = render_memory(&items, &place, &memory_doc);
     let demoted = demoted_text(
@@ -420,8 +420,8 @@ pub fn curate(
         &recurrence,
         &snapshot.mission,
         params,
-    );
-    check()?;
+        cancel,
+    )?;
 
     let record = new_record(
         &items,
@@ -459,21 +459,27 @@ pub fn curate(
 
     let old_places = old_places(&summary_doc, &memory_doc);
     let old_place = |item: &Item| old_place(item, &old_places);
-    let items_report = report::items(&items, &place, &recurrence, &snapshot.mission);
-    check()?;
+    // Large, and dropped at once if the pass is given up below.
+    let items_report = Background::new(report::items(
+        &items,
+        &place,
+        &recurrence,
+        &snapshot.mission,
+        cancel,
+    )?);
     let changes = report::changes(
         &items,
         &place,
         &old_place,
         &edits.newly_dismissed,
         &graduations,
-    );
-    check()?;
+        cancel,
+    )?;
     let report = Report {
         mission: snapshot.mission.clone(),
         entries: lines.len(),
         malformed: report::malformed(&lines),
-        items: items_report,
+        items: items_report.into_inner(),
         changes,
         archived_lines: truncation.archived_lines,
         chunk: files
@@ -557,12 +563,16 @@ fn place_items<'a>(
     params: &Params,
     summary_text: &dyn Fn(&Item) -> String,
     warnings: &mut Vec<String>,
-) -> (BTreeMap<&'a str, Place>, SummaryPlan) {
+    cancel: &dyn Fn() -> bool,
+) -> Result<(BTreeMap<&'a str, Place>, SummaryPlan), Cancelled> {
     let mut place: BTreeMap<&str, Place> = BTreeMap::new();
     let mut summary_candidates: Vec<&Item> = Vec::new();
     let mut memory_live: Vec<(&Item, usize)> = Vec::new();
     let mut history: Vec<&Item> = Vec::new();
     for item in items {
+        if cancel() {
+            return Err(Cancelled);
+        }
         if item.named_by(&edits.dismissed) {
             place.insert(&item.id, Place::Dismissed);
         } else if item.named_by(&edits.claimed_summary) {
@@ -634,6 +644,9 @@ fn place_items<'a>(
         .into_iter()
         .chain(history.into_iter().map(|item| (item, MEMORY_HISTORY)))
     {
+        if cancel() {
+            return Err(Cancelled);
+        }
         let at = if room > 0 {
             room -= 1;
             Place::Memory(section)
@@ -642,7 +655,7 @@ fn place_items<'a>(
         };
         place.insert(&item.id, at);
     }
-    (place, plan)
+    Ok((place, plan))
 }
 
 /// An item's summary text: the agent's wording accepted in this pass, or in an earlier one

@@ -24,7 +24,7 @@ use super::document::marker_ids;
 use super::items::{Item, Kind};
 use super::join::{Index, Vocabulary};
 use super::similarity::words;
-use super::Params;
+use super::{Cancelled, Params};
 
 /// The most failure modes one mission keeps in the ledger (the most seen first).
 pub const LEDGER_FAILURES_PER_MISSION: usize = 100;
@@ -246,13 +246,15 @@ fn line_words(text: &str) -> Vec<Vec<String>> {
 
 /// The lines to graduate from `items` (those eligible), given the identity files, the ledger's
 /// failures (with this mission's) and the parameters. Deterministic: by role, then item.
+/// `cancel` is asked at every item.
 pub fn graduate(
     items: &[&Item],
     identities: &Identities,
     recurrence: &Recurrence,
     mission: &str,
     params: &Params,
-) -> Vec<Graduation> {
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<Graduation>, Cancelled> {
     let texts: Vec<Vec<String>> = identities
         .iter()
         .flat_map(|(_, text)| line_words(text.as_deref().unwrap_or("")))
@@ -274,6 +276,9 @@ pub fn graduate(
     ordered.sort_by(|a, b| (a.first_seen, &a.id).cmp(&(b.first_seen, &b.id)));
     let mut graduated = Vec::new();
     for item in ordered {
+        if cancel() {
+            return Err(Cancelled);
+        }
         let Some((rule, reason)) = rule_met(item, recurrence, mission, params) else {
             continue;
         };
@@ -301,7 +306,7 @@ pub fn graduate(
         });
     }
     graduated.sort_by_key(|g| Role::ALL.iter().position(|r| *r == g.role));
-    graduated
+    Ok(graduated)
 }
 
 /// The first graduation rule `item` meets, with the reason in words.
@@ -401,7 +406,7 @@ mod tests {
         let params = Params::default();
         let identities: Identities = vec![(Role::Worker, None)];
         let none = Recurrence::new(&Ledger::default(), params.similarity);
-        let done = graduate(&refs, &identities, &none, "m-1", &params);
+        let done = graduate(&refs, &identities, &none, "m-1", &params, &|| false).unwrap();
         assert_eq!(done.len(), 1, "{done:?}");
         assert_eq!(done[0].rule, Rule::Trick);
         assert!(done[0]
@@ -415,7 +420,11 @@ mod tests {
             Role::Worker,
             Some("# Identity: worker\n- Run cargo test -q to keep output short.\n".into()),
         )];
-        assert!(graduate(&refs, &identities, &none, "m-1", &params).is_empty());
+        assert!(
+            graduate(&refs, &identities, &none, "m-1", &params, &|| false)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
@@ -432,7 +441,7 @@ mod tests {
         let ledger = ledger.with_mission("m-2", "/b", &refs);
         assert_eq!(ledger.missions.len(), 2);
         let recurrence = Recurrence::new(&ledger, params.similarity);
-        let done = graduate(&refs, &vec![], &recurrence, "m-2", &params);
+        let done = graduate(&refs, &vec![], &recurrence, "m-2", &params, &|| false).unwrap();
         assert_eq!(done.len(), 1);
         assert_eq!(done[0].rule, Rule::Failure);
         assert!(
@@ -442,7 +451,9 @@ mod tests {
         );
         let alone = Ledger::default().with_mission("m-2", "/b", &refs);
         let alone = Recurrence::new(&alone, params.similarity);
-        assert!(graduate(&refs, &vec![], &alone, "m-2", &params).is_empty());
+        assert!(graduate(&refs, &vec![], &alone, "m-2", &params, &|| false)
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::document::Size;
 use super::graduation::{Graduation, Recurrence};
 use super::items::{Item, Kind};
 use super::log::Line;
-use super::{cut, Params, Place, MEMORY_HISTORY};
+use super::{cut, Cancelled, Params, Place, MEMORY_HISTORY};
 
 /// One item, for the report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -184,16 +184,20 @@ pub struct AgentVerdict {
     pub run_dir: Option<String>,
 }
 
-/// What changed for each item, in order of items.
+/// What changed for each item, in order of items. `cancel` is asked at every item.
 pub(super) fn changes(
     items: &[Item],
     place: &BTreeMap<&str, Place>,
     old_place: &dyn Fn(&Item) -> Option<Place>,
     newly_dismissed: &BTreeSet<String>,
     graduations: &[Graduation],
-) -> Vec<Change> {
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<Change>, Cancelled> {
     let mut changes = Vec::new();
     for item in items {
+        if cancel() {
+            return Err(Cancelled);
+        }
         let new = place
             .get(item.id.as_str())
             .copied()
@@ -259,7 +263,7 @@ pub(super) fn changes(
             why: Some(graduation.reason.clone()),
         });
     }
-    changes
+    Ok(changes)
 }
 
 /// The lines of the log that are not entries.
@@ -277,16 +281,21 @@ pub(super) fn malformed(lines: &[&Line]) -> Vec<Malformed> {
         .collect()
 }
 
-/// Every item with its counters and where it is after the pass.
+/// Every item with its counters and where it is after the pass. `cancel` is asked at every
+/// item.
 pub(super) fn items(
     items: &[Item],
     place: &BTreeMap<&str, Place>,
     recurrence: &Recurrence,
     mission: &str,
-) -> Vec<ItemReport> {
-    items
-        .iter()
-        .map(|item| ItemReport {
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<ItemReport>, Cancelled> {
+    let mut reports = Vec::with_capacity(items.len());
+    for item in items {
+        if cancel() {
+            return Err(Cancelled);
+        }
+        reports.push(ItemReport {
             id: item.id.clone(),
             tag: item.tag.as_str(),
             text: item.text.clone(),
@@ -303,6 +312,7 @@ pub(super) fn items(
             evidence: item.evidence.iter().map(|e| e.id.clone()).collect(),
             place: place[item.id.as_str()].describe(),
             superseded_by: item.superseded_by.clone(),
-        })
-        .collect()
+        });
+    }
+    Ok(reports)
 }
