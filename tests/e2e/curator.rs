@@ -383,6 +383,30 @@ fn the_users_lines_are_kept_and_their_edits_respected() {
     }
 }
 
+/// `n` entries of workers on F-0 to F-8, one a second, `per_day` a day from April `first_day`,
+/// tagged in turn with `tags`, entry `i` saying `text(i)`.
+fn worker_log(
+    n: usize,
+    (first_day, per_day): (usize, usize),
+    tags: &[&str],
+    text: impl Fn(usize) -> String,
+) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "[2026-04-{:02}T{:02}:{:02}:{:02}Z] worker F-{} {}: {}\n",
+                first_day + i / per_day,
+                (i / 3600) % 24,
+                (i / 60) % 60,
+                i % 60,
+                i % 9,
+                tags[i % tags.len()],
+                text(i)
+            )
+        })
+        .collect()
+}
+
 /// A log large enough that a pass takes a while: `n` entries of many different items.
 fn large_log(n: usize) -> String {
     const WORDS: [&str; 24] = [
@@ -391,23 +415,15 @@ fn large_log(n: usize) -> String {
         "driver", "engine", "filter", "handle", "ledger", "matrix",
     ];
     let tags = ["TRICK", "LESSON", "DECISION", "AVOID", "FAIL", "-"];
-    (0..n)
-        .map(|i| {
-            format!(
-                "[2026-04-{:02}T{:02}:{:02}:{:02}Z] worker F-{} {}: {} {} {} {}\n",
-                20 + i / 20_000,
-                (i / 3600) % 24,
-                (i / 60) % 60,
-                i % 60,
-                i % 9,
-                tags[i % 6],
-                WORDS[i % 24],
-                WORDS[(i / 24) % 24],
-                WORDS[(i / 576) % 24],
-                i % 97
-            )
-        })
-        .collect()
+    worker_log(n, (20, 20_000), &tags, |i| {
+        format!(
+            "{} {} {} {}",
+            WORDS[i % 24],
+            WORDS[(i / 24) % 24],
+            WORDS[(i / 576) % 24],
+            i % 97
+        )
+    })
 }
 
 #[test]
@@ -503,24 +519,16 @@ fn kill_9_during_a_pass_leaves_every_file_old_or_new() {
 /// enough that few are alike: a pass over 200,000 of them takes seconds even in a release build.
 fn diverse_log(n: usize) -> String {
     let tags = ["TRICK", "LESSON", "DECISION", "AVOID", "FAIL"];
-    (0..n)
-        .map(|i| {
-            format!(
-                "[2026-04-{:02}T{:02}:{:02}:{:02}Z] worker F-{} {}: w{} w{} w{} w{} w{}\n",
-                1 + i / 10_000,
-                (i / 3600) % 24,
-                (i / 60) % 60,
-                i % 60,
-                i % 9,
-                tags[i % 5],
-                i % 5003,
-                (i / 7) % 4999,
-                (i * 13) % 10_007,
-                i % 211,
-                (i / 1000) % 50
-            )
-        })
-        .collect()
+    worker_log(n, (1, 10_000), &tags, |i| {
+        format!(
+            "w{} w{} w{} w{} w{}",
+            i % 5003,
+            (i / 7) % 4999,
+            (i * 13) % 10_007,
+            i % 211,
+            (i / 1000) % 50
+        )
+    })
 }
 
 /// Waits for `child` at most `limit`; kills it and fails if it is still running then.

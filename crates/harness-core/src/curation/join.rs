@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use super::similarity::{dice, similarity};
+use super::similarity::{common_words, dice, similarity};
 use super::Cancelled;
 
 /// Words as numbers: each word of the sets it was made from by its rank in the order of how
@@ -137,23 +137,8 @@ impl Pair<'_> {
         // If they reach the threshold, the word they were found by is the first they share
         // (see `Prefixes::probe`): counting from there is exact. If they do not, counting from
         // there cannot find more than there are, so they still fall short.
-        let [mut i, mut j] = self.first_common;
-        let mut common = 0;
-        while i < a.len() && j < b.len() {
-            if common + (a.len() - i).min(b.len() - j) < self.needed {
-                return None;
-            }
-            match a[i].cmp(&b[j]) {
-                std::cmp::Ordering::Less => i += 1,
-                std::cmp::Ordering::Greater => j += 1,
-                std::cmp::Ordering::Equal => {
-                    common += 1;
-                    i += 1;
-                    j += 1;
-                }
-            }
-        }
-        (common >= self.needed).then(|| dice(common, a.len() + b.len()))
+        let common = common_words(a, b, self.first_common, self.needed)?;
+        Some(dice(common, a.len() + b.len()))
     }
 }
 

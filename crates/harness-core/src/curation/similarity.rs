@@ -131,8 +131,25 @@ pub fn similarity<T: Ord>(a: &[T], b: &[T]) -> f64 {
     if a.is_empty() || b.is_empty() {
         return 0.0;
     }
-    let (mut i, mut j, mut common) = (0, 0, 0usize);
+    // With none needed, the count is always there.
+    let common = common_words(a, b, [0, 0], 0).unwrap_or(0);
+    dice(common, a.len() + b.len())
+}
+
+/// How many words two sorted lists share from positions `from` on, or `None` as soon as it is
+/// certain that they share fewer than `needed`.
+pub(crate) fn common_words<T: Ord>(
+    a: &[T],
+    b: &[T],
+    from: [usize; 2],
+    needed: usize,
+) -> Option<usize> {
+    let [mut i, mut j] = from;
+    let mut common = 0;
     while i < a.len() && j < b.len() {
+        if common + (a.len() - i).min(b.len() - j) < needed {
+            return None;
+        }
         match a[i].cmp(&b[j]) {
             std::cmp::Ordering::Less => i += 1,
             std::cmp::Ordering::Greater => j += 1,
@@ -143,7 +160,7 @@ pub fn similarity<T: Ord>(a: &[T], b: &[T]) -> f64 {
             }
         }
     }
-    dice(common, a.len() + b.len())
+    (common >= needed).then_some(common)
 }
 
 /// The Dice coefficient of sets of `total` words in all sharing `common`: the one formula, so
