@@ -1,7 +1,7 @@
 //! The `curator` binary on temporary projects: a pass and its idempotence, the report, the exit
-//! codes, hand edits, `kill -9` in the middle of a pass, workers appending while it runs, the
-//! agent's rewrite, the memory reaching the prompts, and the quality of the curation on a
-//! labelled log (tests/fixtures/curation/).
+//! codes, hand edits, `kill -9` and SIGTERM in the middle of a pass, workers appending while it
+//! runs, the agent's rewrite, the memory reaching the prompts, and the quality of the curation on
+//! a labelled log (tests/fixtures/curation/).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -383,6 +383,30 @@ fn the_users_lines_are_kept_and_their_edits_respected() {
     }
 }
 
+/// `n` entries of workers on F-0 to F-8, one a second, `per_day` a day from April `first_day`,
+/// tagged in turn with `tags`, entry `i` saying `text(i)`.
+fn worker_log(
+    n: usize,
+    (first_day, per_day): (usize, usize),
+    tags: &[&str],
+    text: impl Fn(usize) -> String,
+) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "[2026-04-{:02}T{:02}:{:02}:{:02}Z] worker F-{} {}: {}\n",
+                first_day + i / per_day,
+                (i / 3600) % 24,
+                (i / 60) % 60,
+                i % 60,
+                i % 9,
+                tags[i % tags.len()],
+                text(i)
+            )
+        })
+        .collect()
+}
+
 /// A log large enough that a pass takes a while: `n` entries of many different items.
 fn large_log(n: usize) -> String {
     const WORDS: [&str; 24] = [
@@ -391,23 +415,15 @@ fn large_log(n: usize) -> String {
         "driver", "engine", "filter", "handle", "ledger", "matrix",
     ];
     let tags = ["TRICK", "LESSON", "DECISION", "AVOID", "FAIL", "-"];
-    (0..n)
-        .map(|i| {
-            format!(
-                "[2026-04-{:02}T{:02}:{:02}:{:02}Z] worker F-{} {}: {} {} {} {}\n",
-                20 + i / 20_000,
-                (i / 3600) % 24,
-                (i / 60) % 60,
-                i % 60,
-                i % 9,
-                tags[i % 6],
-                WORDS[i % 24],
-                WORDS[(i / 24) % 24],
-                WORDS[(i / 576) % 24],
-                i % 97
-            )
-        })
-        .collect()
+    worker_log(n, (20, 20_000), &tags, |i| {
+        format!(
+            "{} {} {} {}",
+            WORDS[i % 24],
+            WORDS[(i / 24) % 24],
+            WORDS[(i / 576) % 24],
+            i % 97
+        )
+    })
 }
 
 #[test]
@@ -497,6 +513,81 @@ fn kill_9_during_a_pass_leaves_every_file_old_or_new() {
         assert_eq!(concatenated(&project), lines);
         assert_same_state(&state_of(&project), &after, "the pass after a kill");
     }
+}
+
+/// A log of `n` entries that say about as many different things, over a vocabulary large
+/// enough that few are alike: a pass over 200,000 of them takes seconds even in a release build.
+fn diverse_log(n: usize) -> String {
+    let tags = ["TRICK", "LESSON", "DECISION", "AVOID", "FAIL"];
+    worker_log(n, (1, 10_000), &tags, |i| {
+        format!(
+            "w{} w{} w{} w{} w{}",
+            i % 5003,
+            (i / 7) % 4999,
+            (i * 13) % 10_007,
+            i % 211,
+            (i / 1000) % 50
+        )
+    })
+}
+
+/// Waits for `child` at most `limit`; kills it and fails if it is still running then.
+fn wait_at_most(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn sigterm_during_a_long_pass_stops_it_and_changes_nothing() {
+    // Regression: the pass ignored SIGTERM and Ctrl-C until its end (33 minutes over a million
+    // entries), then wrote its result. It must stop at once, write nothing and exit 130.
+    let project = project_with_log(&diverse_log(200_000));
+    project.write_state("summary.md", "# Summary\n\n## Lessons\n- mine, kept\n");
+    let before = state_of(&project);
+    let mut child = project
+        .curator_command(&[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The curator names itself in summary.md's lock once it holds it, just before it reads the
+    // log: the signal then comes while it reads or curates, seconds before the pass could end.
+    let lock = StateDir::new(project.state_dir()).summary_lock();
+    let holder = format!("pid {} ", child.id());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&lock).is_ok_and(|text| text.starts_with(&holder)) {
+        assert!(
+            child.try_wait().unwrap().is_none() && Instant::now() < deadline,
+            "the curator never took its lock"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // SAFETY: kill(2) on our own child's pid, not yet reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let stopped = Instant::now();
+    let status = wait_at_most(&mut child, Duration::from_secs(120));
+    eprintln!(
+        "SIGTERM during a pass: stopped {:?} after the signal",
+        stopped.elapsed()
+    );
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert_eq!(
+        stderr,
+        "curator: interrupted by SIGTERM during the pass; nothing was changed\n"
+    );
+    assert_same_state(&state_of(&project), &before, "an interrupted pass");
 }
 
 #[test]

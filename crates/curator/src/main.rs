@@ -9,7 +9,8 @@ use anyhow::Context;
 use clap::Parser;
 use harness_cli::{Install, Place};
 use harness_core::config::Config;
-use harness_core::curation::{self, Params, Request};
+use harness_core::curation::{self, Interrupted, Params, Request};
+use harness_core::exit_codes;
 use harness_core::layout::RunId;
 
 /// Curates the memory layers of the project: one deterministic, idempotent pass (a second pass
@@ -18,8 +19,8 @@ use harness_core::layout::RunId;
 ///
 /// Exit codes: 0 the pass is done (also when the agent's rewrite was rejected: the deterministic
 /// result is kept); 1 usage or input error (the message names the file and line; nothing was
-/// written); 75 another curator is running on this project (see --wait); 130 interrupted during
-/// the agent's run (nothing written).
+/// written); 75 another curator is running on this project (see --wait); 130 interrupted by
+/// Ctrl-C or SIGTERM during the pass or the agent's run (it stops at once; nothing written).
 #[derive(Debug, Parser)]
 #[command(name = "curator", version)]
 struct Cli {
@@ -77,7 +78,7 @@ fn curate(cli: Cli) -> anyhow::Result<u8> {
         similarity: cli.similarity.unwrap_or(defaults.similarity),
         ..defaults
     };
-    let outcome = curation::run(&Request {
+    let outcome = match curation::run(&Request {
         workdir,
         state,
         home: cli.install.resolve()?,
@@ -88,7 +89,16 @@ fn curate(cli: Cli) -> anyhow::Result<u8> {
         run_id: cli.run_id.as_deref().map(RunId::parse).transpose()?,
         echo: !cli.quiet && !cli.json,
         path_var: std::env::var_os("PATH"),
-    })?;
+    }) {
+        Ok(outcome) => outcome,
+        Err(error) => match error.downcast_ref::<Interrupted>() {
+            Some(interrupted) => {
+                eprintln!("curator: {interrupted}");
+                return Ok(exit_codes::INTERRUPTED);
+            }
+            None => return Err(error),
+        },
+    };
     let report = &outcome.report;
     if cli.json {
         let text =

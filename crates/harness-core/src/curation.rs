@@ -20,6 +20,7 @@
 pub mod document;
 pub mod graduation;
 pub mod items;
+pub mod join;
 pub mod log;
 pub mod record;
 pub mod report;
@@ -27,7 +28,7 @@ pub mod rewrite;
 pub mod run;
 pub mod similarity;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -35,12 +36,12 @@ use crate::role::Role;
 use crate::time::{self, Timestamp};
 
 use document::{bullet_line, marker_ids, size, Document, Layer};
-use graduation::{Graduation, Identities, Ledger};
+use graduation::{Graduation, Identities, Ledger, Recurrence};
 use items::{Item, Kind};
 use record::{Record, Wording};
 
 pub use report::{AgentVerdict, Change, ItemReport, Malformed, Report};
-pub use run::{read_text, run, Outcome, Request};
+pub use run::{read_text, run, Interrupted, Outcome, Request};
 
 /// Length of an item id (hex digits of a hash of its earliest raw line).
 pub const ID_LEN: usize = 10;
@@ -299,6 +300,52 @@ impl SummaryPlan {
     }
 }
 
+/// A pass given up because its `cancel` check said so: it decided nothing, and nothing of it is
+/// to be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cancelled;
+
+/// A large value of a pass, freed on a thread of its own when dropped: freeing the millions of
+/// allocations of a pass over a million entries takes most of a second, which neither the end
+/// of the pass nor an interrupt should wait for.
+struct Background<T: Send + 'static>(Option<T>);
+
+impl<T: Send + 'static> Background<T> {
+    fn new(value: T) -> Self {
+        Self(Some(value))
+    }
+
+    /// The value, to be freed by whoever takes it.
+    fn into_inner(mut self) -> T {
+        self.0.take().expect("a value until it is taken")
+    }
+}
+
+impl<T: Send + 'static> std::ops::Deref for Background<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        self.0.as_ref().expect("a value until it is taken")
+    }
+}
+
+impl<T: Send + 'static> std::ops::DerefMut for Background<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.0.as_mut().expect("a value until it is taken")
+    }
+}
+
+impl<T: Send + 'static> Drop for Background<T> {
+    fn drop(&mut self) {
+        if let Some(value) = self.0.take() {
+            // Should the thread not start, the value is freed here, as it would have been.
+            let _ = std::thread::Builder::new()
+                .name("free".into())
+                .spawn(move || drop(value));
+        }
+    }
+}
+
 /// The outcome of [`curate`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pass {
@@ -312,16 +359,25 @@ pub struct Pass {
 
 /// One pass: from what the files hold (`snapshot`), the parameters, the clock and the agent's
 /// accepted wordings (item id → summary text), the files to write and the report. Pure: the
-/// same inputs give the same bytes.
+/// same inputs give the same bytes. `cancel` is asked all along the pass (it must be cheap);
+/// when it says so, the pass stops with [`Cancelled`].
 pub fn curate(
     snapshot: &Snapshot,
     params: &Params,
     now: Timestamp,
     wordings: &BTreeMap<String, String>,
-) -> Pass {
-    let log = log::read(&snapshot.raw, &snapshot.chunks);
+    cancel: &dyn Fn() -> bool,
+) -> Result<Pass, Cancelled> {
+    // Between the steps that are not cancelled inside (none takes long).
+    let check = || if cancel() { Err(Cancelled) } else { Ok(()) };
+    let log = Background::new(log::read_unless(&snapshot.raw, &snapshot.chunks, cancel)?);
     let lines: Vec<&log::Line> = log.lines().collect();
-    let items = items::group(&lines, params.similarity, params.supersede_similarity);
+    let items = Background::new(items::group(
+        &lines,
+        params.similarity,
+        params.supersede_similarity,
+        cancel,
+    )?);
     let summary_doc = Document::parse(Layer::Summary, snapshot.summary.as_deref());
     let memory_doc = Document::parse(Layer::Memory, snapshot.memory.as_deref());
     let edits = HandEdits::read(snapshot, &summary_doc, &memory_doc);
@@ -335,7 +391,8 @@ pub fn curate(
         params,
         &summary_text,
         &mut warnings,
-    );
+        cancel,
+    )?;
     let summary_new = plan.render(&BTreeMap::new());
     let memory_new = render_memory(&items, &place, &memory_doc);
     let demoted = demoted_text(
@@ -346,6 +403,7 @@ pub fn curate(
         [&summary_doc, &memory_doc],
         now,
     );
+    check()?;
 
     // Graduation, and this mission's failure modes in the ledger.
     let eligible: Vec<&Item> = items
@@ -355,13 +413,15 @@ pub fn curate(
     let ledger = snapshot
         .ledger
         .with_mission(&snapshot.mission, &snapshot.project, &eligible);
+    let recurrence = Recurrence::new(&ledger, params.similarity);
     let graduations = graduation::graduate(
         &eligible,
         &snapshot.identities,
-        &ledger,
+        &recurrence,
         &snapshot.mission,
         params,
-    );
+        cancel,
+    )?;
 
     let record = new_record(
         &items,
@@ -372,10 +432,11 @@ pub fn curate(
         &snapshot.record,
     );
     let truncation = log::truncate(&log, &snapshot.raw, params.keep_raw);
+    check()?;
     let has = |wanted: fn(&Place) -> bool| place.values().any(wanted);
     let mut files = Files {
         mission: None,
-        chunk: truncation.chunk.clone(),
+        chunk: truncation.chunk,
         demoted: (demoted != snapshot.demoted).then_some(demoted),
         memory: changed_text(
             &snapshot.memory,
@@ -390,27 +451,38 @@ pub fn curate(
         identities: identity_files(&snapshot.identities, &graduations),
         ledger: (ledger != snapshot.ledger).then(|| ledger.to_json()),
         record: (record != snapshot.record).then(|| record.to_json()),
-        raw: truncation.raw.clone(),
+        raw: truncation.raw,
     };
     if !snapshot.mission_recorded && files != Files::default() {
         files.mission = Some(format!("{}\n", snapshot.mission));
     }
 
-    let old_place = |item: &Item| old_place(item, &summary_doc, &memory_doc);
+    let old_places = old_places(&summary_doc, &memory_doc);
+    let old_place = |item: &Item| old_place(item, &old_places);
+    // Large, and dropped at once if the pass is given up below.
+    let items_report = Background::new(report::items(
+        &items,
+        &place,
+        &recurrence,
+        &snapshot.mission,
+        cancel,
+    )?);
+    let changes = report::changes(
+        &items,
+        &place,
+        &old_place,
+        &edits.newly_dismissed,
+        &graduations,
+        cancel,
+    )?;
     let report = Report {
         mission: snapshot.mission.clone(),
         entries: lines.len(),
         malformed: report::malformed(&lines),
-        items: report::items(&items, &place, &ledger, &snapshot.mission, params),
-        changes: report::changes(
-            &items,
-            &place,
-            &old_place,
-            &edits.newly_dismissed,
-            &graduations,
-        ),
+        items: items_report.into_inner(),
+        changes,
         archived_lines: truncation.archived_lines,
-        chunk: truncation
+        chunk: files
             .chunk
             .as_ref()
             .map(|(seq, _)| format!("archive/{}", log::chunk_name(*seq))),
@@ -421,11 +493,11 @@ pub fn curate(
         agent: None,
         dry_run: false,
     };
-    Pass {
+    Ok(Pass {
         files,
         report,
         summary_plan: plan,
-    }
+    })
 }
 
 /// What the user did by hand since the last pass, as the files and the record tell.
@@ -491,12 +563,16 @@ fn place_items<'a>(
     params: &Params,
     summary_text: &dyn Fn(&Item) -> String,
     warnings: &mut Vec<String>,
-) -> (BTreeMap<&'a str, Place>, SummaryPlan) {
+    cancel: &dyn Fn() -> bool,
+) -> Result<(BTreeMap<&'a str, Place>, SummaryPlan), Cancelled> {
     let mut place: BTreeMap<&str, Place> = BTreeMap::new();
     let mut summary_candidates: Vec<&Item> = Vec::new();
     let mut memory_live: Vec<(&Item, usize)> = Vec::new();
     let mut history: Vec<&Item> = Vec::new();
     for item in items {
+        if cancel() {
+            return Err(Cancelled);
+        }
         if item.named_by(&edits.dismissed) {
             place.insert(&item.id, Place::Dismissed);
         } else if item.named_by(&edits.claimed_summary) {
@@ -513,7 +589,7 @@ fn place_items<'a>(
     }
 
     // summary.md: the best supported first, while the file stays within its bounds.
-    summary_candidates.sort_by_key(|item| rank(item));
+    summary_candidates.sort_by(|a, b| rank(a).cmp(&rank(b)));
     let mut plan = SummaryPlan {
         bullets: vec![Vec::new(); Layer::Summary.sections().len()],
         doc: summary_doc.clone(),
@@ -553,7 +629,7 @@ fn place_items<'a>(
     }
 
     // MEMORY.md: one line each, live items by support, then the History, newest first.
-    memory_live.sort_by_key(|(item, _)| rank(item));
+    memory_live.sort_by(|(a, _), (b, _)| rank(a).cmp(&rank(b)));
     history.sort_by(|a, b| b.last_seen.cmp(&a.last_seen).then(a.id.cmp(&b.id)));
     let user_lines = size(&memory_doc.render_user_only()).lines;
     if user_lines > params.memory_max_lines {
@@ -568,6 +644,9 @@ fn place_items<'a>(
         .into_iter()
         .chain(history.into_iter().map(|item| (item, MEMORY_HISTORY)))
     {
+        if cancel() {
+            return Err(Cancelled);
+        }
         let at = if room > 0 {
             room -= 1;
             Place::Memory(section)
@@ -576,7 +655,7 @@ fn place_items<'a>(
         };
         place.insert(&item.id, at);
     }
-    (place, plan)
+    Ok((place, plan))
 }
 
 /// An item's summary text: the agent's wording accepted in this pass, or in an earlier one
@@ -612,7 +691,7 @@ fn render_memory(items: &[Item], place: &BTreeMap<&str, Place>, doc: &Document) 
             if section == MEMORY_HISTORY {
                 shown.sort_by(|a, b| b.last_seen.cmp(&a.last_seen).then(a.id.cmp(&b.id)));
             } else {
-                shown.sort_by_key(|item| rank(item));
+                shown.sort_by(|a, b| rank(a).cmp(&rank(b)));
             }
             let heading = doc.heading(section);
             shown
@@ -638,12 +717,11 @@ fn demoted_text(
     now: Timestamp,
 ) -> String {
     let mut text = snapshot.demoted.clone();
+    let by_entry = items_by_entry(items);
     for doc in docs {
         for section in &doc.sections {
             for bullet in &section.curator {
-                let item = items
-                    .iter()
-                    .find(|i| i.entry_ids().any(|id| id == bullet.id));
+                let item = by_entry.get(bullet.id.as_str());
                 let gone = item.is_none_or(|item| place[item.id.as_str()] == Place::Archive);
                 if !gone || edits.fresh_demotions.contains(&bullet.line) {
                     continue;
@@ -715,21 +793,45 @@ fn changed_text(old: &Option<String>, new: &str, has_bullets: bool) -> Option<St
     }
 }
 
-/// Where the curator's bullet of `item` was before the pass, if it had one.
-fn old_place(item: &Item, summary: &Document, memory: &Document) -> Option<Place> {
-    [summary, memory].into_iter().find_map(|doc| {
-        doc.sections.iter().find_map(|section| {
-            let known = section.known?;
-            let shows = section
-                .curator
-                .iter()
-                .any(|bullet| item.entry_ids().any(|id| id == bullet.id));
-            shows.then_some(match doc.layer {
-                Layer::Summary => Place::Summary(known),
-                Layer::Memory => Place::Memory(known),
-            })
+/// Each entry id of `items` with its item: the item that a marker naming the entry names.
+fn items_by_entry(items: &[Item]) -> HashMap<&str, &Item> {
+    let mut by_entry = HashMap::new();
+    for item in items {
+        for id in item.entry_ids() {
+            by_entry.entry(id).or_insert(item);
+        }
+    }
+    by_entry
+}
+
+/// Where the curator's bullets were before the pass: each bullet's id with the first known
+/// section that shows it (summary.md's first), numbered in that order.
+fn old_places<'a>(summary: &'a Document, memory: &'a Document) -> HashMap<&'a str, (usize, Place)> {
+    let mut places = HashMap::new();
+    let sections = [summary, memory].into_iter().flat_map(|doc| {
+        doc.sections.iter().filter_map(move |section| {
+            let place = match doc.layer {
+                Layer::Summary => Place::Summary(section.known?),
+                Layer::Memory => Place::Memory(section.known?),
+            };
+            Some((section, place))
         })
-    })
+    });
+    for (order, (section, place)) in sections.enumerate() {
+        for bullet in &section.curator {
+            places.entry(bullet.id.as_str()).or_insert((order, place));
+        }
+    }
+    places
+}
+
+/// Where the curator's bullet of `item` was before the pass, if it had one: the first section
+/// of [`old_places`] showing any of its entries.
+fn old_place(item: &Item, old_places: &HashMap<&str, (usize, Place)>) -> Option<Place> {
+    item.entry_ids()
+        .filter_map(|id| old_places.get(id))
+        .min_by_key(|(order, _)| *order)
+        .map(|(_, place)| *place)
 }
 
 /// The order of support, best first: more workers, more sightings, more recent, then by id. The
@@ -740,14 +842,14 @@ fn rank(
     std::cmp::Reverse<usize>,
     std::cmp::Reverse<usize>,
     std::cmp::Reverse<Timestamp>,
-    String,
+    &str,
 ) {
     use std::cmp::Reverse;
     (
         Reverse(item.workers.len()),
         Reverse(item.seen),
         Reverse(item.last_seen),
-        item.id.clone(),
+        &item.id,
     )
 }
 

@@ -10,7 +10,7 @@
 //! - a convention (LESSON, AVOID or FAIL) recorded again and again within the mission: every
 //!   time after the first, an agent had forgotten it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -22,8 +22,9 @@ use crate::time::Timestamp;
 
 use super::document::marker_ids;
 use super::items::{Item, Kind};
-use super::similarity::{similarity, words};
-use super::Params;
+use super::join::{Index, Vocabulary};
+use super::similarity::words;
+use super::{Cancelled, Params};
 
 /// The most failure modes one mission keeps in the ledger (the most seen first).
 pub const LEDGER_FAILURES_PER_MISSION: usize = 100;
@@ -124,25 +125,54 @@ impl Ledger {
         }
         ledger
     }
+}
 
-    /// The missions in which failure `item` of `mission` was seen: that one, and every other
-    /// whose ledger entry has a failure saying the same thing. Sorted.
-    pub fn missions_of(&self, mission: &str, item: &Item, threshold: f64) -> Vec<String> {
-        let mut found: Vec<String> = self
+/// The ledger's failure modes indexed by their words: in which missions a failure like a given
+/// one was seen, without comparing it with every failure of every mission.
+#[derive(Debug, Clone)]
+pub struct Recurrence {
+    vocabulary: Vocabulary,
+    failures: Index,
+    /// The mission of each failure of the index, in its order.
+    missions: Vec<String>,
+}
+
+impl Recurrence {
+    /// The failures of `ledger`, alike when their similarity reaches `threshold`.
+    pub fn new(ledger: &Ledger, threshold: f64) -> Self {
+        let failures: Vec<(&str, Vec<String>)> = ledger
             .missions
             .iter()
-            .filter(|(id, _)| id.as_str() != mission)
-            .filter(|(_, entry)| {
+            .flat_map(|(id, entry)| {
                 entry
                     .failures
                     .iter()
-                    .any(|f| similarity(&words(&f.text), &item.words) >= threshold)
+                    .map(move |failure| (id.as_str(), words(&failure.text)))
             })
-            .map(|(id, _)| id.clone())
             .collect();
-        found.push(mission.to_string());
-        found.sort();
-        found
+        let vocabulary = Vocabulary::new(failures.iter().map(|(_, words)| words.as_slice()));
+        let mut index = Index::new(threshold);
+        for (_, words) in &failures {
+            index.insert(vocabulary.ids(words));
+        }
+        Self {
+            vocabulary,
+            failures: index,
+            missions: failures.iter().map(|(id, _)| id.to_string()).collect(),
+        }
+    }
+
+    /// The missions in which failure `item` of `mission` was seen: that one, and every other
+    /// whose ledger entry has a failure saying the same thing. Sorted.
+    pub fn missions_of(&self, mission: &str, item: &Item) -> Vec<String> {
+        let mut found: BTreeSet<&str> = self
+            .failures
+            .similar(&self.vocabulary.ids(&item.words))
+            .into_iter()
+            .map(|failure| self.missions[failure].as_str())
+            .collect();
+        found.insert(mission);
+        found.into_iter().map(str::to_string).collect()
     }
 }
 
@@ -176,61 +206,87 @@ pub struct Graduation {
 /// The identity files as they are: each role's text, `None` when it has no file.
 pub type Identities = Vec<(Role, Option<String>)>;
 
-/// What an identity file already says: the item ids in its markers and the words of each line.
+/// What an identity file already says: the item ids in its markers, and its lines by their words.
 struct Known {
-    ids: Vec<String>,
-    lines: Vec<Vec<String>>,
+    ids: HashSet<String>,
+    lines: Index,
 }
 
 impl Known {
-    fn of(text: Option<&str>) -> Self {
+    /// What `text` says, its lines (see [`line_words`]) numbered by `vocabulary`.
+    fn of(text: Option<&str>, vocabulary: &Vocabulary, threshold: f64) -> Self {
         let text = text.unwrap_or("");
+        let mut lines = Index::new(threshold);
+        for words in line_words(text) {
+            lines.insert(vocabulary.ids(&words));
+        }
         Self {
             ids: text.lines().flat_map(marker_ids).collect(),
-            lines: strip_comments(text)
-                .lines()
-                .map(str::trim)
-                .filter(|line| !line.is_empty() && !line.starts_with('#'))
-                .map(|line| words(line.split(" (graduated ").next().unwrap_or(line)))
-                .filter(|words| !words.is_empty())
-                .collect(),
+            lines,
         }
     }
 
-    fn says(&self, item: &Item, threshold: f64) -> bool {
-        item.entry_ids()
-            .any(|id| self.ids.iter().any(|known| known == id))
-            || self
-                .lines
-                .iter()
-                .any(|line| similarity(line, &item.words) >= threshold)
+    /// Whether it names `item` or has a line like it (`words`: the item's, numbered).
+    fn says(&self, item: &Item, words: &[u32]) -> bool {
+        item.entry_ids().any(|id| self.ids.contains(id)) || !self.lines.similar(words).is_empty()
     }
 }
 
-/// The lines to graduate from `items` (those eligible), given the identity files, the ledger
-/// (with this mission's entry) and the parameters. Deterministic: by role, then item.
+/// The words of each line of an identity file that says something: neither a heading nor a
+/// comment, without the reason a graduated line gives.
+fn line_words(text: &str) -> Vec<Vec<String>> {
+    strip_comments(text)
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(|line| words(line.split(" (graduated ").next().unwrap_or(line)))
+        .filter(|words| !words.is_empty())
+        .collect()
+}
+
+/// The lines to graduate from `items` (those eligible), given the identity files, the ledger's
+/// failures (with this mission's) and the parameters. Deterministic: by role, then item.
+/// `cancel` is asked at every item.
 pub fn graduate(
     items: &[&Item],
     identities: &Identities,
-    ledger: &Ledger,
+    recurrence: &Recurrence,
     mission: &str,
     params: &Params,
-) -> Vec<Graduation> {
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<Graduation>, Cancelled> {
+    let texts: Vec<Vec<String>> = identities
+        .iter()
+        .flat_map(|(_, text)| line_words(text.as_deref().unwrap_or("")))
+        .collect();
+    let vocabulary = Vocabulary::new(
+        texts
+            .iter()
+            .map(Vec::as_slice)
+            .chain(items.iter().map(|item| item.words.as_slice())),
+    );
     let mut known: BTreeMap<&str, Known> = identities
         .iter()
-        .map(|(role, text)| (role.as_str(), Known::of(text.as_deref())))
+        .map(|(role, text)| {
+            let known = Known::of(text.as_deref(), &vocabulary, params.similarity);
+            (role.as_str(), known)
+        })
         .collect();
     let mut ordered: Vec<&Item> = items.to_vec();
     ordered.sort_by(|a, b| (a.first_seen, &a.id).cmp(&(b.first_seen, &b.id)));
     let mut graduated = Vec::new();
     for item in ordered {
-        let Some((rule, reason)) = rule_met(item, ledger, mission, params) else {
+        if cancel() {
+            return Err(Cancelled);
+        }
+        let Some((rule, reason)) = rule_met(item, recurrence, mission, params) else {
             continue;
         };
         let file = known
             .entry(item.role.as_str())
-            .or_insert_with(|| Known::of(None));
-        if file.says(item, params.similarity) {
+            .or_insert_with(|| Known::of(None, &vocabulary, params.similarity));
+        let words = vocabulary.ids(&item.words);
+        if file.says(item, &words) {
             continue;
         }
         let line = format!(
@@ -239,8 +295,8 @@ pub fn graduate(
             item.last_seen.format("%Y-%m-%d"),
             item.id
         );
-        file.ids.push(item.id.clone());
-        file.lines.push(item.words.clone());
+        file.ids.insert(item.id.clone());
+        file.lines.insert(words);
         graduated.push(Graduation {
             id: item.id.clone(),
             role: item.role,
@@ -250,13 +306,13 @@ pub fn graduate(
         });
     }
     graduated.sort_by_key(|g| Role::ALL.iter().position(|r| *r == g.role));
-    graduated
+    Ok(graduated)
 }
 
 /// The first graduation rule `item` meets, with the reason in words.
 fn rule_met(
     item: &Item,
-    ledger: &Ledger,
+    recurrence: &Recurrence,
     mission: &str,
     params: &Params,
 ) -> Option<(Rule, String)> {
@@ -271,7 +327,7 @@ fn rule_met(
         ));
     }
     if item.kind == Kind::Avoid {
-        let missions = ledger.missions_of(mission, item, params.similarity);
+        let missions = recurrence.missions_of(mission, item);
         if missions.len() >= params.graduate_failure_missions {
             return Some((
                 Rule::Failure,
@@ -334,7 +390,7 @@ mod tests {
 
     fn items_of(text: &str) -> Vec<Item> {
         let lines = log::read(text.as_bytes(), &[]).raw;
-        items::group(&lines.iter().collect::<Vec<_>>(), 0.6, 0.4)
+        items::group(&lines.iter().collect::<Vec<_>>(), 0.6, 0.4, &|| false).unwrap()
     }
 
     #[test]
@@ -349,7 +405,8 @@ mod tests {
         let refs: Vec<&Item> = items.iter().collect();
         let params = Params::default();
         let identities: Identities = vec![(Role::Worker, None)];
-        let done = graduate(&refs, &identities, &Ledger::default(), "m-1", &params);
+        let none = Recurrence::new(&Ledger::default(), params.similarity);
+        let done = graduate(&refs, &identities, &none, "m-1", &params, &|| false).unwrap();
         assert_eq!(done.len(), 1, "{done:?}");
         assert_eq!(done[0].rule, Rule::Trick);
         assert!(done[0]
@@ -363,7 +420,11 @@ mod tests {
             Role::Worker,
             Some("# Identity: worker\n- Run cargo test -q to keep output short.\n".into()),
         )];
-        assert!(graduate(&refs, &identities, &Ledger::default(), "m-1", &params).is_empty());
+        assert!(
+            graduate(&refs, &identities, &none, "m-1", &params, &|| false)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
@@ -379,7 +440,8 @@ mod tests {
         let refs: Vec<&Item> = second.iter().collect();
         let ledger = ledger.with_mission("m-2", "/b", &refs);
         assert_eq!(ledger.missions.len(), 2);
-        let done = graduate(&refs, &vec![], &ledger, "m-2", &params);
+        let recurrence = Recurrence::new(&ledger, params.similarity);
+        let done = graduate(&refs, &vec![], &recurrence, "m-2", &params, &|| false).unwrap();
         assert_eq!(done.len(), 1);
         assert_eq!(done[0].rule, Rule::Failure);
         assert!(
@@ -388,7 +450,10 @@ mod tests {
             done[0].reason
         );
         let alone = Ledger::default().with_mission("m-2", "/b", &refs);
-        assert!(graduate(&refs, &vec![], &alone, "m-2", &params).is_empty());
+        let alone = Recurrence::new(&alone, params.similarity);
+        assert!(graduate(&refs, &vec![], &alone, "m-2", &params, &|| false)
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

@@ -7,15 +7,17 @@
 //! the order of the entries. Decisions are grouped only when their words are the same: a decision
 //! worded differently on the same subject is a newer decision, which supersedes the older one.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::features::FeatureId;
 use crate::memory::Tag;
 use crate::role::Role;
 use crate::time::Timestamp;
 
+use super::join::{self, Vocabulary};
 use super::log::Line;
 use super::similarity::{similarity, words};
+use super::{Background, Cancelled};
 
 /// The section an item belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -62,11 +64,16 @@ impl Evidence {
     /// workers; the iterations on one feature are one worker (each reads its predecessor's
     /// notes, so a repeat there is not an independent report).
     pub fn worker(&self) -> String {
-        match (self.role, &self.feature) {
-            (Role::Worker, Some(feature)) => feature.to_string(),
-            (role, Some(feature)) => format!("{role} {feature}"),
-            (role, None) => role.to_string(),
-        }
+        worker(self.role, self.feature.as_ref())
+    }
+}
+
+/// The worker `role` on `feature` (see [`Evidence::worker`]).
+fn worker(role: Role, feature: Option<&FeatureId>) -> String {
+    match (role, feature) {
+        (Role::Worker, Some(feature)) => feature.to_string(),
+        (role, Some(feature)) => format!("{role} {feature}"),
+        (role, None) => role.to_string(),
     }
 }
 
@@ -116,14 +123,82 @@ impl Item {
 
 /// Entries of one kind with the same normalised words: one node of the grouping.
 type NodeKey = (Kind, Vec<String>);
+/// A node and its entries.
+type Node = (NodeKey, Vec<Evidence>);
 
 /// Groups the entries of `lines` into items, sorted by id. `threshold`: the similarity at which
 /// two entries say the same thing; `supersede`: the similarity at which a newer decision is on
-/// the same subject as an older one.
-pub fn group(lines: &[&Line], threshold: f64, supersede: f64) -> Vec<Item> {
-    // Entries with the same kind and the same words are one node; nodes are then joined.
-    let mut nodes: BTreeMap<NodeKey, Vec<Evidence>> = BTreeMap::new();
+/// the same subject as an older one. `cancel` is asked all along; when it says so, the grouping
+/// stops with [`Cancelled`].
+pub fn group(
+    lines: &[&Line],
+    threshold: f64,
+    supersede: f64,
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<Item>, Cancelled> {
+    let mut nodes = Background::new(nodes(lines, cancel)?);
+    // Each node's group, by one node of it. Entries of two kinds are never alike, and
+    // decisions only when their words are the same (one node already): a join for each other
+    // kind.
+    let mut group_of: Vec<usize> = (0..nodes.len()).collect();
+    for kind in [Kind::Lesson, Kind::Avoid] {
+        let members: Vec<usize> = (0..nodes.len())
+            .filter(|&node| nodes[node].0 .0 == kind)
+            .collect();
+        let ids = numbered(members.iter().map(|&node| &nodes[node].0 .1), cancel)?;
+        for (member, representative) in join::groups(&ids, threshold, cancel)?
+            .into_iter()
+            .enumerate()
+        {
+            group_of[members[member]] = members[representative];
+        }
+    }
+    let mut groups: BTreeMap<usize, (Kind, Vec<Evidence>)> = BTreeMap::new();
+    for (index, ((kind, _), evidence)) in nodes.iter_mut().enumerate() {
+        groups
+            .entry(group_of[index])
+            .or_insert_with(|| (*kind, Vec::new()))
+            .1
+            .append(evidence);
+    }
+    drop(nodes);
+    let mut groups = Background::new(groups.into_values().collect::<Vec<_>>());
+    let mut items = Background::new(Vec::with_capacity(groups.len()));
+    for (kind, evidence) in groups.iter_mut() {
+        if cancel() {
+            return Err(Cancelled);
+        }
+        items.push(item(*kind, std::mem::take(evidence)));
+    }
+    items.sort_by(|a, b| a.id.cmp(&b.id));
+    mark_superseded(&mut items, supersede, cancel)?;
+    Ok(items.into_inner())
+}
+
+/// Word sets as numbers of their [`Vocabulary`], for the join.
+fn numbered<'w>(
+    sets: impl Iterator<Item = &'w Vec<String>> + Clone,
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<Vec<u32>>, Cancelled> {
+    let vocabulary = Vocabulary::new(sets.clone().map(Vec::as_slice));
+    let mut numbered = Vec::new();
+    for set in sets {
+        if cancel() {
+            return Err(Cancelled);
+        }
+        numbered.push(vocabulary.ids(set));
+    }
+    Ok(numbered)
+}
+
+/// The entries of `lines` by kind and words: the nodes of the grouping, in the order of their
+/// keys, each with its entries.
+fn nodes(lines: &[&Line], cancel: &dyn Fn() -> bool) -> Result<Vec<Node>, Cancelled> {
+    let mut nodes: Background<HashMap<NodeKey, Vec<Evidence>>> = Background::new(HashMap::new());
     for line in lines {
+        if cancel() {
+            return Err(Cancelled);
+        }
         let Ok(entry) = &line.entry else { continue };
         let Some(kind) = Kind::of(entry.tag) else {
             continue;
@@ -140,46 +215,9 @@ pub fn group(lines: &[&Line], threshold: f64, supersede: f64) -> Vec<Item> {
                 text: entry.text.clone(),
             });
     }
-    let nodes: Vec<(NodeKey, Vec<Evidence>)> = nodes.into_iter().collect();
-    let mut sets = DisjointSets::new(nodes.len());
-    let mut by_word: BTreeMap<(Kind, &str), Vec<usize>> = BTreeMap::new();
-    for (index, ((kind, node_words), _)) in nodes.iter().enumerate() {
-        if *kind == Kind::Decision {
-            continue;
-        }
-        for word in node_words {
-            by_word.entry((*kind, word)).or_default().push(index);
-        }
-    }
-    for (index, ((kind, node_words), _)) in nodes.iter().enumerate() {
-        let candidates: BTreeSet<usize> = node_words
-            .iter()
-            .filter_map(|word| by_word.get(&(*kind, word.as_str())))
-            .flatten()
-            .copied()
-            .filter(|&other| other > index)
-            .collect();
-        for other in candidates {
-            if similarity(node_words, &nodes[other].0 .1) >= threshold {
-                sets.join(index, other);
-            }
-        }
-    }
-    let mut groups: BTreeMap<usize, (Kind, Vec<Evidence>)> = BTreeMap::new();
-    for (index, ((kind, _), evidence)) in nodes.into_iter().enumerate() {
-        groups
-            .entry(sets.root(index))
-            .or_insert_with(|| (kind, Vec::new()))
-            .1
-            .extend(evidence);
-    }
-    let mut items: Vec<Item> = groups
-        .into_values()
-        .map(|(kind, evidence)| item(kind, evidence))
-        .collect();
-    items.sort_by(|a, b| a.id.cmp(&b.id));
-    mark_superseded(&mut items, supersede);
-    items
+    let mut nodes: Vec<Node> = nodes.into_inner().into_iter().collect();
+    nodes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(nodes)
 }
 
 /// An item from its kind and entries.
@@ -218,10 +256,18 @@ fn item(kind: Kind, mut evidence: Vec<Evidence>) -> Item {
             )
         })
         .collect();
-    let workers: BTreeSet<String> = evidence.iter().map(Evidence::worker).collect();
-    let features: BTreeSet<String> = evidence
+    // A name is made for each distinct reporter, not for each of the (maybe many) entries.
+    let reporters: HashSet<(Role, Option<&FeatureId>)> = evidence
         .iter()
-        .filter_map(|e| e.feature.as_ref().map(ToString::to_string))
+        .map(|e| (e.role, e.feature.as_ref()))
+        .collect();
+    let workers: BTreeSet<String> = reporters
+        .into_iter()
+        .map(|(role, feature)| worker(role, feature))
+        .collect();
+    let features: BTreeSet<&str> = evidence
+        .iter()
+        .filter_map(|e| e.feature.as_ref().map(FeatureId::as_str))
         .collect();
     Item {
         id: first.id.clone(),
@@ -231,7 +277,7 @@ fn item(kind: Kind, mut evidence: Vec<Evidence>) -> Item {
         text,
         seen: invocations.len(),
         workers: workers.into_iter().collect(),
-        features: features.into_iter().collect(),
+        features: features.into_iter().map(str::to_string).collect(),
         role,
         first_seen: first.time,
         last_seen: last.time,
@@ -261,59 +307,231 @@ fn most_frequent<T: Copy + PartialEq>(
 
 /// Marks each decision that a later decision on the same subject replaces: its successor is the
 /// most similar of those later ones (then the latest).
-fn mark_superseded(items: &mut [Item], supersede: f64) {
+fn mark_superseded(
+    items: &mut [Item],
+    supersede: f64,
+    cancel: &dyn Fn() -> bool,
+) -> Result<(), Cancelled> {
     let decisions: Vec<usize> = (0..items.len())
         .filter(|&i| items[i].kind == Kind::Decision)
         .collect();
-    for &older in &decisions {
-        let successor = decisions
-            .iter()
-            .filter(|&&newer| items[newer].last_seen > items[older].last_seen)
-            .map(|&newer| (similarity(&items[older].words, &items[newer].words), newer))
-            .filter(|(score, _)| *score >= supersede)
-            .max_by(|(a_score, a), (b_score, b)| {
-                a_score
-                    .total_cmp(b_score)
-                    .then(items[*a].last_seen.cmp(&items[*b].last_seen))
-                    .then(items[*b].id.cmp(&items[*a].id))
-            })
-            .map(|(_, newer)| items[newer].id.clone());
-        items[older].superseded_by = successor;
+    let mut successors = Successors::new(items, &decisions);
+    if supersede > 0.0 {
+        let ids = numbered(decisions.iter().map(|&i| &items[i].words), cancel)?;
+        join::candidate_pairs(&ids, supersede, cancel, |a, b, pair| {
+            successors.offer(a, b, || pair.reaches());
+        })?;
+    } else {
+        // At a threshold of 0 or below, decisions that share no word are on the same subject
+        // too: every pair is, and no filter applies.
+        for a in 0..decisions.len() {
+            if cancel() {
+                return Err(Cancelled);
+            }
+            for b in a + 1..decisions.len() {
+                let score = similarity(&items[decisions[a]].words, &items[decisions[b]].words);
+                successors.offer(a, b, || (score >= supersede).then_some(score));
+            }
+        }
     }
+    let chosen: Vec<Option<String>> = successors.chosen();
+    for (decision, successor) in decisions.into_iter().zip(chosen) {
+        items[decision].superseded_by = successor;
+    }
+    Ok(())
 }
 
-/// Union-find over node indices; the root of a set is its smallest index, so the result does not
-/// depend on the order of the joins.
-struct DisjointSets {
-    parent: Vec<usize>,
+/// The successor of each decision so far (by number among the decisions): the most similar
+/// later one, then the latest, then the one with the smallest id, with its similarity.
+struct Successors<'a> {
+    items: &'a [Item],
+    decisions: &'a [usize],
+    /// By decision: a large group of decisions makes many pairs, each of which reads these.
+    last_seen: Vec<Timestamp>,
+    best: Vec<Option<(f64, usize)>>,
 }
 
-impl DisjointSets {
-    fn new(size: usize) -> Self {
+impl<'a> Successors<'a> {
+    /// No successor yet for any of `decisions` (indices in `items`).
+    fn new(items: &'a [Item], decisions: &'a [usize]) -> Self {
         Self {
-            parent: (0..size).collect(),
+            items,
+            decisions,
+            last_seen: decisions.iter().map(|&i| items[i].last_seen).collect(),
+            best: vec![None; decisions.len()],
         }
     }
 
-    fn root(&mut self, mut node: usize) -> usize {
-        while self.parent[node] != node {
-            self.parent[node] = self.parent[self.parent[node]];
-            node = self.parent[node];
+    /// Takes decisions `a` and `b` into account: the later may succeed the earlier if `score`
+    /// (asked only if one is later) gives their similarity.
+    fn offer(&mut self, a: usize, b: usize, score: impl FnOnce() -> Option<f64>) {
+        let (older, newer) = match self.last_seen[a].cmp(&self.last_seen[b]) {
+            std::cmp::Ordering::Less => (a, b),
+            std::cmp::Ordering::Greater => (b, a),
+            std::cmp::Ordering::Equal => return,
+        };
+        let Some(score) = score() else {
+            return;
+        };
+        let better = self.best[older].is_none_or(|(best, current)| {
+            score
+                .total_cmp(&best)
+                .then(self.last_seen[newer].cmp(&self.last_seen[current]))
+                .then_with(|| self.id(current).cmp(self.id(newer)))
+                .is_gt()
+        });
+        if better {
+            self.best[older] = Some((score, newer));
         }
-        node
     }
 
-    fn join(&mut self, a: usize, b: usize) {
-        let (a, b) = (self.root(a), self.root(b));
-        let (low, high) = (a.min(b), a.max(b));
-        self.parent[high] = low;
+    /// The id of decision `decision`.
+    fn id(&self, decision: usize) -> &'a str {
+        &self.items[self.decisions[decision]].id
+    }
+
+    /// Each decision's successor, by id.
+    fn chosen(&self) -> Vec<Option<String>> {
+        self.best
+            .iter()
+            .map(|best| best.map(|(_, newer)| self.id(newer).to_string()))
+            .collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::super::log;
     use super::*;
+
+    /// The grouping as it was before the join was filtered: every node compared with every later
+    /// node that shares a word with it, and every decision with every later one. The reference
+    /// that [`group`] must match item for item.
+    fn naive_group(lines: &[&Line], threshold: f64, supersede: f64) -> Vec<Item> {
+        let nodes = nodes(lines, &|| false).unwrap();
+        let mut sets = join::DisjointSets::new(nodes.len());
+        let mut by_word: BTreeMap<(Kind, &str), Vec<usize>> = BTreeMap::new();
+        for (index, ((kind, node_words), _)) in nodes.iter().enumerate() {
+            if *kind == Kind::Decision {
+                continue;
+            }
+            for word in node_words {
+                by_word.entry((*kind, word)).or_default().push(index);
+            }
+        }
+        for (index, ((kind, node_words), _)) in nodes.iter().enumerate() {
+            let candidates: BTreeSet<usize> = node_words
+                .iter()
+                .filter_map(|word| by_word.get(&(*kind, word.as_str())))
+                .flatten()
+                .copied()
+                .filter(|&other| other > index)
+                .collect();
+            for other in candidates {
+                if similarity(node_words, &nodes[other].0 .1) >= threshold {
+                    sets.join(index, other);
+                }
+            }
+        }
+        let mut groups: BTreeMap<usize, (Kind, Vec<Evidence>)> = BTreeMap::new();
+        for (index, ((kind, _), evidence)) in nodes.into_iter().enumerate() {
+            groups
+                .entry(sets.root(index))
+                .or_insert_with(|| (kind, Vec::new()))
+                .1
+                .extend(evidence);
+        }
+        let mut items: Vec<Item> = groups
+            .into_values()
+            .map(|(kind, evidence)| item(kind, evidence))
+            .collect();
+        items.sort_by(|a, b| a.id.cmp(&b.id));
+        let decisions: Vec<usize> = (0..items.len())
+            .filter(|&i| items[i].kind == Kind::Decision)
+            .collect();
+        for &older in &decisions {
+            let successor = decisions
+                .iter()
+                .filter(|&&newer| items[newer].last_seen > items[older].last_seen)
+                .map(|&newer| (similarity(&items[older].words, &items[newer].words), newer))
+                .filter(|(score, _)| *score >= supersede)
+                .max_by(|(a_score, a), (b_score, b)| {
+                    a_score
+                        .total_cmp(b_score)
+                        .then(items[*a].last_seen.cmp(&items[*b].last_seen))
+                        .then(items[*b].id.cmp(&items[*a].id))
+                })
+                .map(|(_, newer)| items[newer].id.clone());
+            items[older].superseded_by = successor;
+        }
+        items
+    }
+
+    /// A raw.md line over a small vocabulary (so that entries overlap a lot, and some have no
+    /// content word at all), at one of a few times (so that times tie).
+    fn generated_line() -> impl Strategy<Value = String> {
+        const WORDS: [&str; 14] = [
+            "cargo", "test", "cargo", "test", "build", "schema", "lexer", "token", "shard",
+            "queue", "the", "of", "42", "caching",
+        ];
+        (
+            0u32..40,
+            0usize..3,
+            prop::sample::select(vec!["TRICK", "LESSON", "DECISION", "AVOID", "FAIL", "-"]),
+            prop::collection::vec(prop::sample::select(WORDS.to_vec()), 0..9),
+        )
+            .prop_map(|(minute, feature, tag, words)| {
+                format!(
+                    "[2026-04-24T10:{minute:02}:00Z] worker F-{feature} {tag}: {}",
+                    words.join(" ")
+                )
+            })
+    }
+
+    /// Thresholds: any value, the usual ones, the bounds, and the invalid ones past them.
+    fn threshold() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            0.0..=1.0f64,
+            prop::sample::select(vec![
+                0.6,
+                0.4,
+                0.5,
+                1.0 / 3.0,
+                2.0 / 3.0,
+                0.75,
+                1.0,
+                0.0,
+                -0.5,
+                1.5,
+                f64::NAN
+            ]),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn the_filtered_join_groups_as_comparing_every_pair(
+            raw in prop::collection::vec(generated_line(), 0..80),
+            threshold in threshold(),
+            supersede in threshold(),
+        ) {
+            let lines = lines(&raw.join("\n"));
+            let lines: Vec<&Line> = lines.iter().collect();
+            let fast = group(&lines, threshold, supersede, &|| false).unwrap();
+            prop_assert_eq!(fast, naive_group(&lines, threshold, supersede));
+        }
+    }
+
+    #[test]
+    fn a_cancelled_grouping_stops() {
+        let lines = lines("[2026-04-24T10:00:00Z] worker F-1 LESSON: alpha beta gamma\n");
+        let lines: Vec<&Line> = lines.iter().collect();
+        assert_eq!(group(&lines, 0.6, 0.4, &|| true), Err(Cancelled));
+    }
 
     fn lines(text: &str) -> Vec<Line> {
         log::read(text.as_bytes(), &[]).raw
@@ -321,7 +539,7 @@ mod tests {
 
     fn grouped(text: &str) -> Vec<Item> {
         let lines = lines(text);
-        group(&lines.iter().collect::<Vec<_>>(), 0.6, 0.4)
+        group(&lines.iter().collect::<Vec<_>>(), 0.6, 0.4, &|| false).unwrap()
     }
 
     #[test]

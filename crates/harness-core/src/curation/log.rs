@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use crate::memory::{RawEntry, RawLineError};
 
-use super::short_id;
+use super::{short_id, Background, Cancelled};
 
 /// The file name of archive chunk `seq`.
 pub fn chunk_name(seq: u32) -> String {
@@ -116,16 +116,34 @@ fn split_lines(bytes: &[u8]) -> Vec<(usize, &[u8])> {
 
 /// Reads the log from raw.md's bytes and the archive chunks (`(number, bytes)`, any order).
 pub fn read(raw: &[u8], chunks: &[(u32, Vec<u8>)]) -> Log {
+    match read_unless(raw, chunks, &|| false) {
+        Ok(log) => log,
+        Err(Cancelled) => unreachable!("a read that is never cancelled"),
+    }
+}
+
+/// [`read`], asking `cancel` at every line: a million lines take a while.
+pub fn read_unless(
+    raw: &[u8],
+    chunks: &[(u32, Vec<u8>)],
+    cancel: &dyn Fn() -> bool,
+) -> Result<Log, Cancelled> {
+    let parse = |file: &str, lines: Vec<(usize, &[u8])>| -> Result<Vec<Line>, Cancelled> {
+        let mut parsed = Background::new(Vec::with_capacity(lines.len()));
+        for (number, line) in lines {
+            if cancel() {
+                return Err(Cancelled);
+            }
+            parsed.push(Line::new(line, file, number));
+        }
+        Ok(parsed.into_inner())
+    };
     let mut chunks: Vec<&(u32, Vec<u8>)> = chunks.iter().collect();
     chunks.sort_by_key(|(seq, _)| *seq);
-    let mut log = Log::default();
+    let mut log = Background::new(Log::default());
     for (seq, bytes) in &chunks {
         let file = format!("archive/{}", chunk_name(*seq));
-        log.archived.extend(
-            split_lines(bytes)
-                .into_iter()
-                .map(|(number, line)| Line::new(line, &file, number)),
-        );
+        log.archived.extend(parse(&file, split_lines(bytes))?);
     }
     let mut raw_lines = split_lines(raw);
     let noted = match raw_lines.first() {
@@ -177,11 +195,8 @@ pub fn read(raw: &[u8], chunks: &[(u32, Vec<u8>)]) -> Log {
             ));
         }
     }
-    log.raw = raw_lines
-        .into_iter()
-        .map(|(number, line)| Line::new(line, "raw.md", number))
-        .collect();
-    log
+    log.raw = parse("raw.md", raw_lines)?;
+    Ok(log.into_inner())
 }
 
 /// What truncating raw.md writes.

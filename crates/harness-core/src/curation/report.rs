@@ -8,10 +8,10 @@ use serde::Serialize;
 use crate::time::Timestamp;
 
 use super::document::Size;
-use super::graduation::{Graduation, Ledger};
+use super::graduation::{Graduation, Recurrence};
 use super::items::{Item, Kind};
 use super::log::Line;
-use super::{cut, Params, Place, MEMORY_HISTORY};
+use super::{cut, Cancelled, Params, Place, MEMORY_HISTORY};
 
 /// One item, for the report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -184,16 +184,20 @@ pub struct AgentVerdict {
     pub run_dir: Option<String>,
 }
 
-/// What changed for each item, in order of items.
+/// What changed for each item, in order of items. `cancel` is asked at every item.
 pub(super) fn changes(
     items: &[Item],
     place: &BTreeMap<&str, Place>,
     old_place: &dyn Fn(&Item) -> Option<Place>,
     newly_dismissed: &BTreeSet<String>,
     graduations: &[Graduation],
-) -> Vec<Change> {
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<Change>, Cancelled> {
     let mut changes = Vec::new();
     for item in items {
+        if cancel() {
+            return Err(Cancelled);
+        }
         let new = place
             .get(item.id.as_str())
             .copied()
@@ -239,17 +243,15 @@ pub(super) fn changes(
         "archive",
         "dismiss",
     ];
-    changes.sort_by_key(|c| {
-        (
-            ORDER.iter().position(|a| *a == c.action),
-            c.to.clone(),
-            c.id.clone(),
-        )
-    });
+    fn key(change: &Change) -> (Option<usize>, &str, &str) {
+        let action = ORDER.iter().position(|a| *a == change.action);
+        (action, &change.to, &change.id)
+    }
+    changes.sort_by(|a, b| key(a).cmp(&key(b)));
+    let by_id: BTreeMap<&str, &Item> = items.iter().map(|i| (i.id.as_str(), i)).collect();
     for graduation in graduations {
-        let text = items
-            .iter()
-            .find(|i| i.id == graduation.id)
+        let text = by_id
+            .get(graduation.id.as_str())
             .map(|i| i.text.clone())
             .unwrap_or_default();
         changes.push(Change {
@@ -261,7 +263,7 @@ pub(super) fn changes(
             why: Some(graduation.reason.clone()),
         });
     }
-    changes
+    Ok(changes)
 }
 
 /// The lines of the log that are not entries.
@@ -279,17 +281,21 @@ pub(super) fn malformed(lines: &[&Line]) -> Vec<Malformed> {
         .collect()
 }
 
-/// Every item with its counters and where it is after the pass.
+/// Every item with its counters and where it is after the pass. `cancel` is asked at every
+/// item.
 pub(super) fn items(
     items: &[Item],
     place: &BTreeMap<&str, Place>,
-    ledger: &Ledger,
+    recurrence: &Recurrence,
     mission: &str,
-    params: &Params,
-) -> Vec<ItemReport> {
-    items
-        .iter()
-        .map(|item| ItemReport {
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<ItemReport>, Cancelled> {
+    let mut reports = Vec::with_capacity(items.len());
+    for item in items {
+        if cancel() {
+            return Err(Cancelled);
+        }
+        reports.push(ItemReport {
             id: item.id.clone(),
             tag: item.tag.as_str(),
             text: item.text.clone(),
@@ -297,7 +303,7 @@ pub(super) fn items(
             workers: item.workers.clone(),
             features: item.features.clone(),
             missions: if item.kind == Kind::Avoid {
-                ledger.missions_of(mission, item, params.similarity).len()
+                recurrence.missions_of(mission, item).len()
             } else {
                 1
             },
@@ -306,6 +312,7 @@ pub(super) fn items(
             evidence: item.evidence.iter().map(|e| e.id.clone()).collect(),
             place: place[item.id.as_str()].describe(),
             superseded_by: item.superseded_by.clone(),
-        })
-        .collect()
+        });
+    }
+    Ok(reports)
 }

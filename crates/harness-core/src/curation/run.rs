@@ -22,11 +22,14 @@ use crate::layout::{HarnessHome, RunId, StateDir};
 use crate::locks::{self, Lock};
 use crate::memory;
 use crate::role::Role;
+use crate::signals;
 use crate::time::{self, Timestamp};
 
 use super::graduation::Ledger;
 use super::record::Record;
-use super::{curate, log, rewrite, short_hash, Params, Pass, Report, Snapshot, DEMOTED_FILE};
+use super::{
+    curate, log, rewrite, short_hash, Cancelled, Params, Pass, Report, Snapshot, DEMOTED_FILE,
+};
 
 /// A `curator` invocation.
 #[derive(Debug, Clone)]
@@ -53,6 +56,35 @@ pub struct Request {
     pub path_var: Option<OsString>,
 }
 
+/// A pass stopped by an interrupt (Ctrl-C, SIGTERM, SIGHUP) before it wrote anything: every
+/// file is as it was. The curator exits 130 on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interrupted {
+    /// The signal that stopped it.
+    pub signal: i32,
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "interrupted by {} during the pass; nothing was changed",
+            signals::name(self.signal)
+        )
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// The interrupt received, as an error, once [`curate`] gave up on it (which it does only once
+/// one was received).
+fn interrupted(_: Cancelled) -> anyhow::Error {
+    Interrupted {
+        signal: signals::received().unwrap_or(libc::SIGINT),
+    }
+    .into()
+}
+
 /// What a `curator` invocation ended with.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
@@ -62,7 +94,9 @@ pub struct Outcome {
     pub report: Report,
 }
 
-/// Runs one pass on the project of `request` (see the module documentation).
+/// Runs one pass on the project of `request` (see the module documentation). An interrupt during
+/// the pass stops it at once with [`Interrupted`], nothing written; one during the agent's run
+/// ends it with exit code 130, nothing written either.
 pub fn run(request: &Request) -> anyhow::Result<Outcome> {
     request
         .params
@@ -90,12 +124,10 @@ pub fn run(request: &Request) -> anyhow::Result<Outcome> {
                 Err(error) if request.wait && error.downcast_ref::<LockHeld>().is_some() => {
                     // Never wait holding raw.md's lock: the other curator needs it to finish.
                     drop(raw_lock);
-                    if let Some(signal) =
-                        crate::signals::sleep(std::time::Duration::from_millis(100))
-                    {
+                    if let Some(signal) = signals::sleep(std::time::Duration::from_millis(100)) {
                         anyhow::bail!(
                             "interrupted by {} while waiting for the other curator",
-                            crate::signals::name(signal)
+                            signals::name(signal)
                         );
                     }
                     continue;
@@ -126,11 +158,14 @@ pub fn run(request: &Request) -> anyhow::Result<Outcome> {
     read_identity(&request.home, &mut snapshot)?;
     (snapshot.mission, snapshot.mission_recorded) = mission_id(state, now)?;
 
+    // An interrupt is noted by the signal thread; the pass looks at the note as it goes.
+    let cancel = || signals::received().is_some();
     let mut wordings = BTreeMap::new();
     let mut verdict = None;
     let mut agent_entries = Vec::new();
     if request.agent {
-        let draft = curate(&snapshot, &request.params, now, &wordings);
+        let draft =
+            curate(&snapshot, &request.params, now, &wordings, &cancel).map_err(interrupted)?;
         let proposal = rewrite::propose(request, &snapshot, &draft)?;
         if let Some(signal) = proposal.interrupted {
             let mut report = draft.report;
@@ -138,7 +173,7 @@ pub fn run(request: &Request) -> anyhow::Result<Outcome> {
             report.agent = Some(proposal.verdict);
             eprintln!(
                 "curator: interrupted by {} during the agent's run; the memory files were left as they were",
-                crate::signals::name(signal)
+                signals::name(signal)
             );
             return Ok(Outcome {
                 exit_code: exit_codes::INTERRUPTED,
@@ -160,7 +195,8 @@ pub fn run(request: &Request) -> anyhow::Result<Outcome> {
     if identity_lock.is_some() {
         read_identity(&request.home, &mut snapshot)?;
     }
-    let mut pass = curate(&snapshot, &request.params, now, &wordings);
+    let mut pass =
+        curate(&snapshot, &request.params, now, &wordings, &cancel).map_err(interrupted)?;
     pass.report.agent = verdict;
     pass.report.dry_run = request.dry_run;
     if request.dry_run {
@@ -168,6 +204,11 @@ pub fn run(request: &Request) -> anyhow::Result<Outcome> {
             exit_code: exit_codes::DONE,
             report: pass.report,
         });
+    }
+    // The last moment to stop with nothing written. The writes that follow are quick, and are
+    // not stopped halfway: that would leave the rest to the next pass.
+    if let Some(signal) = signals::received() {
+        return Err(Interrupted { signal }.into());
     }
     write_pass(request, &snapshot, &mut pass, identity_lock)?;
     if !agent_entries.is_empty() {

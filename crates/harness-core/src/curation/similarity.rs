@@ -7,7 +7,7 @@
 //! filler verbs (`the`, `use`, `always`…) dropped; a light stemmer folds plurals and `-ed`/`-ing`.
 
 /// Words that carry no subject: dropped before comparing. Negations are kept: `do not X` and `X`
-/// must not look alike.
+/// must not look alike. Sorted, for a binary search.
 const STOPWORDS: &[&str] = &[
     "a", "about", "above", "after", "again", "all", "also", "always", "am", "an", "and", "any",
     "are", "as", "at", "be", "because", "been", "before", "being", "both", "but", "by", "can",
@@ -24,12 +24,16 @@ const STOPWORDS: &[&str] = &[
 
 /// The content words of `text`, normalised, sorted and without repeats.
 pub fn words(text: &str) -> Vec<String> {
-    let lowered = text.to_lowercase().replace("n't", " not");
+    let mut lowered = text.to_lowercase();
+    // Most texts have no `n't`: no second copy for them.
+    if lowered.contains("n't") {
+        lowered = lowered.replace("n't", " not");
+    }
     let mut words: Vec<String> = lowered
         .split_whitespace()
         .flat_map(token_words)
-        .filter(|word| !STOPWORDS.contains(&word.as_str()))
-        .map(|word| stem(&word))
+        .filter(|word| STOPWORDS.binary_search(word).is_err())
+        .map(stem)
         .filter(|word| !word.is_empty())
         .collect();
     words.sort();
@@ -39,12 +43,11 @@ pub fn words(text: &str) -> Vec<String> {
 
 /// The words of one whitespace-separated token: nothing for a timestamp, the last component of
 /// a path, and the alphanumeric runs of the rest, numbers left out.
-fn token_words(token: &str) -> Vec<String> {
+fn token_words(token: &str) -> impl Iterator<Item = &str> {
     let token = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '/' && c != '*');
-    if looks_like_time(token) {
-        return Vec::new();
-    }
-    let token = if token.contains('/') || token.contains('\\') {
+    let token = if looks_like_time(token) {
+        ""
+    } else if token.contains('/') || token.contains('\\') {
         token
             .trim_end_matches(['/', '\\'])
             .rsplit(['/', '\\'])
@@ -56,8 +59,6 @@ fn token_words(token: &str) -> Vec<String> {
     token
         .split(|c: char| !c.is_alphanumeric())
         .filter(|run| !run.is_empty() && !is_number_like(run))
-        .map(str::to_string)
-        .collect()
 }
 
 /// `2026-04-24`, `2026-04-24T10:05:12Z`, `10:05:12`.
@@ -124,13 +125,31 @@ fn undouble(stem: &mut String) {
 }
 
 /// The Dice coefficient of two sorted word lists: 2·|common| / (|a| + |b|), from 0 (nothing in
-/// common, or either empty) to 1 (the same words).
-pub fn similarity(a: &[String], b: &[String]) -> f64 {
+/// common, or either empty) to 1 (the same words). Generic so that words numbered by a
+/// [`Vocabulary`](super::join::Vocabulary) (sorted by number) compare exactly as their text.
+pub fn similarity<T: Ord>(a: &[T], b: &[T]) -> f64 {
     if a.is_empty() || b.is_empty() {
         return 0.0;
     }
-    let (mut i, mut j, mut common) = (0, 0, 0usize);
+    // With none needed, the count is always there.
+    let common = common_words(a, b, [0, 0], 0).unwrap_or(0);
+    dice(common, a.len() + b.len())
+}
+
+/// How many words two sorted lists share from positions `from` on, or `None` as soon as it is
+/// certain that they share fewer than `needed`.
+pub(crate) fn common_words<T: Ord>(
+    a: &[T],
+    b: &[T],
+    from: [usize; 2],
+    needed: usize,
+) -> Option<usize> {
+    let [mut i, mut j] = from;
+    let mut common = 0;
     while i < a.len() && j < b.len() {
+        if common + (a.len() - i).min(b.len() - j) < needed {
+            return None;
+        }
         match a[i].cmp(&b[j]) {
             std::cmp::Ordering::Less => i += 1,
             std::cmp::Ordering::Greater => j += 1,
@@ -141,7 +160,13 @@ pub fn similarity(a: &[String], b: &[String]) -> f64 {
             }
         }
     }
-    2.0 * common as f64 / (a.len() + b.len()) as f64
+    (common >= needed).then_some(common)
+}
+
+/// The Dice coefficient of sets of `total` words in all sharing `common`: the one formula, so
+/// that the join's bounds round exactly as [`similarity`] does.
+pub(crate) fn dice(common: usize, total: usize) -> f64 {
+    2.0 * common as f64 / total as f64
 }
 
 #[cfg(test)]
@@ -163,6 +188,11 @@ mod tests {
             words("crates/x/src/main.rs failed")
         );
         assert_eq!(words("Don't commit"), ["commit", "not"]);
+    }
+
+    #[test]
+    fn stopwords_are_sorted_and_distinct() {
+        assert!(STOPWORDS.windows(2).all(|pair| pair[0] < pair[1]));
     }
 
     #[test]

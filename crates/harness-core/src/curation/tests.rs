@@ -35,8 +35,20 @@ fn snapshot(raw: &[String]) -> Snapshot {
     }
 }
 
+/// A pass's `cancel` that never says so.
+fn never() -> bool {
+    false
+}
+
 fn pass(snapshot: &Snapshot) -> Pass {
-    curate(snapshot, &Params::default(), clock(), &BTreeMap::new())
+    curate(
+        snapshot,
+        &Params::default(),
+        clock(),
+        &BTreeMap::new(),
+        &never,
+    )
+    .unwrap()
 }
 
 /// The files after `pass` is written (with nothing appended meanwhile).
@@ -296,13 +308,13 @@ fn bullets_that_leave_memory_go_to_the_demoted_file() {
         ..Params::default()
     };
     let first = snapshot(&lines);
-    let one = curate(&first, &params, clock(), &BTreeMap::new());
+    let one = curate(&first, &params, clock(), &BTreeMap::new(), &never).unwrap();
     let after = apply(&first, &one);
     let tight = Params {
         memory_max_lines: 12,
         ..params
     };
-    let two = curate(&after, &tight, clock(), &BTreeMap::new());
+    let two = curate(&after, &tight, clock(), &BTreeMap::new(), &never).unwrap();
     let demoted = two.files.demoted.clone().unwrap();
     assert!(demoted.starts_with(&format!(
         "[{}] MEMORY.md ## Context: - LESSON: ",
@@ -316,7 +328,9 @@ fn bullets_that_leave_memory_go_to_the_demoted_file() {
     let after = apply(&after, &two);
     assert!(after.memory.as_deref().unwrap().lines().count() <= 12);
     assert_eq!(
-        curate(&after, &tight, clock(), &BTreeMap::new()).files,
+        curate(&after, &tight, clock(), &BTreeMap::new(), &never)
+            .unwrap()
+            .files,
         Files::default()
     );
 }
@@ -331,7 +345,7 @@ fn the_agents_wordings_replace_the_summary_text_until_the_item_changes() {
         "psql -f runs migrations by file name".to_string(),
     )]
     .into();
-    let with = curate(&first, &Params::default(), clock(), &wordings);
+    let with = curate(&first, &Params::default(), clock(), &wordings, &never).unwrap();
     let summary = with.files.summary.clone().unwrap();
     assert!(
         summary.contains("- psql -f runs migrations by file name (2× by F-001, F-002"),
@@ -530,7 +544,7 @@ proptest! {
     #[test]
     fn bounds_always_hold(lines in generated_log(), archived in 0usize..50, params in params(), users in user_lines()) {
         let before = setup(&lines, archived, &users);
-        let pass = curate(&before, &params, clock(), &BTreeMap::new());
+        let pass = curate(&before, &params, clock(), &BTreeMap::new(), &never).unwrap();
         let after = apply(&before, &pass);
         // Within the bounds, unless the user's own lines (and the headings) alone exceed them:
         // then the curator adds nothing there.
@@ -551,7 +565,7 @@ proptest! {
     #[test]
     fn nothing_is_lost(lines in generated_log(), archived in 0usize..50, params in params(), users in user_lines()) {
         let before = setup(&lines, archived, &users);
-        let pass = curate(&before, &params, clock(), &BTreeMap::new());
+        let pass = curate(&before, &params, clock(), &BTreeMap::new(), &never).unwrap();
         let after = apply(&before, &pass);
         // Every line ever appended is in archive/ or raw.md, once, in order.
         prop_assert_eq!(log_lines(&after), lines.clone());
@@ -569,15 +583,15 @@ proptest! {
             prop_assert!(found, "{} lost ({})", item.id, item.place);
         }
         // And stays so on the next pass.
-        let again = apply(&after, &curate(&after, &params, clock(), &BTreeMap::new()));
+        let again = apply(&after, &curate(&after, &params, clock(), &BTreeMap::new(), &never).unwrap());
         prop_assert_eq!(log_lines(&again), lines);
     }
 
     #[test]
     fn a_second_pass_changes_no_byte(lines in generated_log(), archived in 0usize..50, params in params(), users in user_lines()) {
         let before = setup(&lines, archived, &users);
-        let after = apply(&before, &curate(&before, &params, clock(), &BTreeMap::new()));
-        let second = curate(&after, &params, clock(), &BTreeMap::new());
+        let after = apply(&before, &curate(&before, &params, clock(), &BTreeMap::new(), &never).unwrap());
+        let second = curate(&after, &params, clock(), &BTreeMap::new(), &never).unwrap();
         prop_assert_eq!(&second.files, &Files::default(), "{:?}", second.files.names());
     }
 
@@ -592,8 +606,8 @@ proptest! {
             state ^= state << 17;
             shuffled.swap(i, (state % (i as u64 + 1)) as usize);
         }
-        let one = curate(&setup(&lines, 0, &[]), &params, clock(), &BTreeMap::new());
-        let two = curate(&setup(&shuffled, lines.len() / 2, &[]), &params, clock(), &BTreeMap::new());
+        let one = curate(&setup(&lines, 0, &[]), &params, clock(), &BTreeMap::new(), &never).unwrap();
+        let two = curate(&setup(&shuffled, lines.len() / 2, &[]), &params, clock(), &BTreeMap::new(), &never).unwrap();
         prop_assert_eq!(one.files.summary, two.files.summary);
         prop_assert_eq!(one.files.memory, two.files.memory);
         prop_assert_eq!(one.files.identities, two.files.identities);
@@ -604,9 +618,9 @@ proptest! {
     fn the_users_lines_are_kept(lines in generated_log(), params in params(), users in user_lines()) {
         let before = setup(&lines, 0, &users);
         let expected = users_of(&before);
-        let after = apply(&before, &curate(&before, &params, clock(), &BTreeMap::new()));
+        let after = apply(&before, &curate(&before, &params, clock(), &BTreeMap::new(), &never).unwrap());
         prop_assert_eq!(users_of(&after), expected.clone());
-        let again = apply(&after, &curate(&after, &params, clock(), &BTreeMap::new()));
+        let again = apply(&after, &curate(&after, &params, clock(), &BTreeMap::new(), &never).unwrap());
         prop_assert_eq!(users_of(&again), expected);
     }
 }
