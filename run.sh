@@ -102,7 +102,8 @@ next_run_id() {
   done
 }
 
-# The role binary or run.sh now running on our behalf, to pass an interrupt on to.
+# The role binary or run.sh now running on our behalf (the worker, the validator, the planner
+# and the curator always run so), to pass an interrupt on to.
 CHILDREN=()
 INTERRUPTED=''
 
@@ -327,12 +328,12 @@ main() {
     plan)
       [[ ${#positional[@]} -eq 1 ]] || die "plan takes no argument"
       find_binaries
-      "$PLANNER" plan -C "$WORKDIR" ${QUIET:+--quiet}
+      run_child "$PLANNER" plan -C "$WORKDIR" ${QUIET:+--quiet}
       ;;
     replan)
       [[ ${#positional[@]} -eq 2 ]] || die "replan needs one feature: ./run.sh replan <FEATURE>"
       find_binaries
-      "$PLANNER" replan -C "$WORKDIR" ${QUIET:+--quiet} "${positional[1]}"
+      run_child "$PLANNER" replan -C "$WORKDIR" ${QUIET:+--quiet} "${positional[1]}"
       ;;
     status)
       [[ ${#positional[@]} -eq 1 ]] || die "status takes no argument"
@@ -347,7 +348,7 @@ main() {
     curate)
       [[ ${#positional[@]} -eq 1 ]] || die "curate takes no argument"
       find_binaries
-      "$CURATOR" -C "$WORKDIR" ${QUIET:+--quiet} ${JSON:+--json} ${DRY_RUN:+--dry-run} ${AGENT:+--agent}
+      run_child "$CURATOR" -C "$WORKDIR" ${QUIET:+--quiet} ${JSON:+--json} ${DRY_RUN:+--dry-run} ${AGENT:+--agent}
       ;;
     report)
       [[ ${#positional[@]} -eq 1 ]] || die "report takes no argument"

@@ -550,44 +550,54 @@ fn wait_at_most(child: &mut std::process::Child, limit: Duration) -> std::proces
 #[test]
 fn sigterm_during_a_long_pass_stops_it_and_changes_nothing() {
     // Regression: the pass ignored SIGTERM and Ctrl-C until its end (33 minutes over a million
-    // entries), then wrote its result. It must stop at once, write nothing and exit 130.
+    // entries), then wrote its result. It must stop at once, write nothing and exit 130: the
+    // curator itself, and `./run.sh curate` when run.sh alone gets the signal (it passes it on).
     let project = project_with_log(&diverse_log(200_000));
     project.write_state("summary.md", "# Summary\n\n## Lessons\n- mine, kept\n");
     let before = state_of(&project);
-    let mut child = project
-        .curator_command(&[])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The curator names itself in summary.md's lock once it holds it, just before it reads the
-    // log: the signal then comes while it reads or curates, seconds before the pass could end.
     let lock = StateDir::new(project.state_dir()).summary_lock();
-    let holder = format!("pid {} ", child.id());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !std::fs::read_to_string(&lock).is_ok_and(|text| text.starts_with(&holder)) {
-        assert!(
-            child.try_wait().unwrap().is_none() && Instant::now() < deadline,
-            "the curator never took its lock"
+    for (what, mut command) in [
+        ("the curator", project.curator_command(&[])),
+        ("./run.sh curate", project.command(&["curate"])),
+    ] {
+        // The curator names itself in summary.md's lock once it holds it, just before it reads
+        // the log: the signal then comes while it reads or curates, seconds before the pass
+        // could end.
+        let _ = std::fs::remove_file(&lock);
+        let mut child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !std::fs::read_to_string(&lock)
+            .is_ok_and(|text| text.starts_with("pid ") && text.contains("curator"))
+        {
+            assert!(
+                child.try_wait().unwrap().is_none() && Instant::now() < deadline,
+                "{what}: the curator never took its lock"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // SAFETY: kill(2) on our own child's pid, not yet reaped.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let stopped = Instant::now();
+        let status = wait_at_most(&mut child, Duration::from_secs(120));
+        eprintln!(
+            "SIGTERM during a pass ({what}): stopped {:?} after the signal",
+            stopped.elapsed()
         );
-        std::thread::sleep(Duration::from_millis(1));
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(status.code(), Some(130), "{what}: {stderr}");
+        assert!(
+            stderr.lines().any(|line| line
+                == "curator: interrupted by SIGTERM during the pass; nothing was changed"),
+            "{what}: {stderr}"
+        );
+        let _ = std::fs::remove_file(project.state_dir().join("report.html"));
+        assert_same_state(&state_of(&project), &before, what);
     }
-    // SAFETY: kill(2) on our own child's pid, not yet reaped.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let stopped = Instant::now();
-    let status = wait_at_most(&mut child, Duration::from_secs(120));
-    eprintln!(
-        "SIGTERM during a pass: stopped {:?} after the signal",
-        stopped.elapsed()
-    );
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert_eq!(status.code(), Some(130), "{stderr}");
-    assert_eq!(
-        stderr,
-        "curator: interrupted by SIGTERM during the pass; nothing was changed\n"
-    );
-    assert_same_state(&state_of(&project), &before, "an interrupted pass");
 }
 
 #[test]

@@ -209,3 +209,20 @@ fn a_run_sweeps_the_temporary_files_that_killed_writes_left() {
         "a live writer's temporary file was removed"
     );
 }
+
+#[test]
+fn notes_left_for_a_done_feature_by_a_killed_validator_are_removed() {
+    let project = Project::new(ONE_FEATURE, "steps:\n  - [promise: true]\n");
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let left = "## Attempt 1 — worker (2026-11-21T00:00:00Z)\nTurns: ? | Commits: 0\n\nleft\n";
+    let notes = project.state_dir().join("notes/F-001.md");
+    // As a validator killed between saving its verdict and deleting the notes leaves them.
+    for args in [&["F-001"][..], &["all"][..]] {
+        project.write_state("notes/F-001.md", left);
+        let out = project.run(args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", text(&out.stderr));
+        assert!(!notes.exists(), "{args:?} left the notes of a done feature");
+        assert_eq!(project.state("F-001")["status"], "done");
+    }
+}

@@ -219,6 +219,11 @@ fn run_iteration(request: &WorkerRequest, carry: &mut Carry) -> anyhow::Result<R
     }
     if let Some(report) = refuse_to_start(&mut session.state, started_at) {
         session.save_if_changed()?;
+        if session.state.status == Status::Done {
+            // What a validator killed after its verdict left (see schedule::remove_notes_of_done).
+            notes::remove(state_dir, &feature_request.feature)
+                .context("cannot remove the notes")?;
+        }
         return Ok(report);
     }
     let remaining = match session.budget_left(state_dir, &mut carry.spent)? {

@@ -397,6 +397,7 @@ pub fn next(
     refuse_cycles(&features, &state_dir.features())?;
     let updates = apply_dependency_updates(state_dir, &config, &features, now)?;
     let states = load_states(state_dir, &features)?;
+    remove_notes_of_done(state_dir, &states)?;
     let ready = ready(
         &features,
         &states,
@@ -405,6 +406,18 @@ pub fn next(
         limit,
     );
     Ok(Next { updates, ready })
+}
+
+/// Deletes the notes of the done features that have some left: a validator killed between saving
+/// its verdict and deleting them leaves them behind, and a done feature never runs again to do it.
+pub fn remove_notes_of_done(state_dir: &StateDir, states: &States) -> anyhow::Result<()> {
+    for (id, state) in states {
+        if state.status == Status::Done && !is_being_run(state_dir, id) {
+            crate::notes::remove(state_dir, id)
+                .with_context(|| format!("cannot remove the notes of {id}, which is done"))?;
+        }
+    }
+    Ok(())
 }
 
 /// A dependency cycle in a hand-edited features.yaml is an input error naming it: none of its

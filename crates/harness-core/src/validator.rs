@@ -132,9 +132,13 @@ fn auto_curate(request: &FeatureRequest, config: &crate::config::Config) {
                 eprintln!("validator: curator: warning: {warning}");
             }
         }
-        Err(error) => eprintln!(
-            "validator: warning: the curator pass after the verdict failed: {error:#}\nhint: `./run.sh curate` shows why"
-        ),
+        Err(error) => match error.downcast_ref::<crate::curation::run::Interrupted>() {
+            // Nothing to look into: the next `./run.sh curate` makes the pass.
+            Some(interrupted) => eprintln!("validator: the curator pass after the verdict was {interrupted}"),
+            None => eprintln!(
+                "validator: warning: the curator pass after the verdict failed: {error:#}\nhint: `./run.sh curate` shows why"
+            ),
+        },
     }
 }
 
