@@ -226,3 +226,42 @@ fn notes_left_for_a_done_feature_by_a_killed_validator_are_removed() {
         assert_eq!(project.state("F-001")["status"], "done");
     }
 }
+
+#[test]
+fn a_worker_loop_whose_run_sh_was_killed_stops_after_its_iteration() {
+    let project = Project::new(
+        ONE_FEATURE,
+        "steps:\n  - [write: {path: started.txt, content: x}, sleep: 2]\n  - [print: 'a second iteration']\n",
+    );
+    let mut first = start(&project);
+    let workers = || {
+        processes_matching("--loop")
+            .into_iter()
+            .filter(|&pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+                    String::from_utf8_lossy(&cmdline).contains(&*project.workdir.to_string_lossy())
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(workers().len(), 1, "the worker loop is running");
+    // Only run.sh dies (kill -9): the worker finishes the iteration it is in, and no other.
+    // SAFETY: kills the run.sh process the test started.
+    unsafe {
+        libc::kill(first.id() as i32, libc::SIGKILL);
+    }
+    first.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !workers().is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the worker loop went on without run.sh"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let state = project.state("F-001");
+    let attempts = state["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{state}");
+    assert_eq!(attempts[0]["outcome"], "no_promise");
+    assert!(!project.read_state("raw.md").contains("a second iteration"));
+}

@@ -185,10 +185,22 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
 pub fn run_worker_loop(request: &WorkerRequest) -> anyhow::Result<RoleReport> {
     let mut carry = Carry::default();
     let mut request = request.clone();
+    let parent = std::os::unix::process::parent_id();
     loop {
         let report = run_iteration(&request, &mut carry)?;
         if report.exit_code != exit_codes::CONTINUE {
             return Ok(report);
+        }
+        // Whoever started the loop (run.sh) is gone, killed: no one supervises it any more, so
+        // it ends with this iteration, as a worker run once per iteration would.
+        if std::os::unix::process::parent_id() != parent {
+            return Ok(RoleReport {
+                exit_code: exit_codes::INTERRUPTED,
+                message: format!(
+                    "{}; the process that started this worker is gone, so it stops here (run it again to resume)",
+                    report.message
+                ),
+            });
         }
         if let Some(signal) = crate::signals::received() {
             return Ok(RoleReport {
