@@ -152,6 +152,31 @@ pub fn write_result(run_dir: &Path, record: &impl Serialize) -> anyhow::Result<(
     write_atomic(&run_dir.join("result.json"), &json).context("cannot write result.json")
 }
 
+/// The most of a text agent's output read back for its answer (the end of `output.log`).
+pub const MAX_ANSWER_BYTES: u64 = 1 << 20;
+
+/// The agent's answer: a structured agent's final answer; for a text agent, its whole output as
+/// logged in `run_dir` (its last [`MAX_ANSWER_BYTES`]).
+pub fn answer_text(
+    run: &AgentRun,
+    run_dir: &Path,
+    format: crate::config::OutputFormat,
+) -> anyhow::Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    if format != crate::config::OutputFormat::Text {
+        return Ok(run.output.answer().to_string());
+    }
+    let path = run_dir.join("output.log");
+    let mut file =
+        std::fs::File::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let len = file.metadata()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(MAX_ANSWER_BYTES)))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// A hint for an agent that could not start, when the reason is known.
 fn start_failure_hint(error: &std::io::Error, prompt: &str, config: &Path) -> String {
     if error.raw_os_error() == Some(libc::E2BIG) {

@@ -9,7 +9,6 @@ pub mod edit;
 pub mod merge;
 
 use std::ffi::OsString;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -18,7 +17,7 @@ use serde::Serialize;
 use crate::agent::{self, AgentRun, End};
 use crate::atomic::write_atomic;
 use crate::budget::Remaining;
-use crate::config::{Config, OutputFormat};
+use crate::config::Config;
 use crate::error::InputError;
 use crate::exit_codes;
 use crate::features::{Feature, FeatureId, FeatureList};
@@ -37,9 +36,6 @@ use crate::time::{self, Timestamp};
 use answer::{Rejection, Scope};
 use edit::Layout;
 use merge::{Decision, Merge, Placement, PlanRecord, Progress};
-
-/// The most of a text agent's output read back for its plan (the end of `output.log`).
-pub const MAX_ANSWER_BYTES: u64 = 1 << 20;
 
 /// The name standing for the whole mission where a feature id goes (run ids, run directories).
 pub const MISSION: &str = "mission";
@@ -535,7 +531,7 @@ fn conclude(
             Rejection(format!("the planner's agent did not finish: {how}")),
         ));
     }
-    let answer = answer_text(run, run_dir, agent_config.output_format)?;
+    let answer = invoke::answer_text(run, run_dir, agent_config.output_format)?;
     let features_path = state_dir.features();
     let (text, current) = read_features(state_dir)?;
     let record_path = state_dir.plan_record();
@@ -606,23 +602,6 @@ fn conclude(
         },
         merge: Some(merged),
     })
-}
-
-/// The agent's answer: a structured agent's final answer (or its readable tail); for a text
-/// agent, its whole output as logged (its last [`MAX_ANSWER_BYTES`]).
-fn answer_text(run: &AgentRun, run_dir: &Path, format: OutputFormat) -> anyhow::Result<String> {
-    if format != OutputFormat::Text {
-        return Ok(run.output.answer().to_string());
-    }
-    let path = run_dir.join("output.log");
-    let mut file =
-        std::fs::File::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    let len = file.metadata()?.len();
-    file.seek(SeekFrom::Start(len.saturating_sub(MAX_ANSWER_BYTES)))?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// The raw.md lines of a planner invocation: its agent's memory entries and its outcome line.

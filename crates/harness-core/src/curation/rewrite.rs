@@ -7,13 +7,12 @@
 //! agent's wording of an item until the item says something else.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Seek, SeekFrom};
 
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::agent::{self, AgentRun, End};
-use crate::config::{Config, OutputFormat};
+use crate::agent::{self, End};
+use crate::config::Config;
 use crate::error::InputError;
 use crate::features::FeatureId;
 use crate::invoke::{self, RoleInvocation};
@@ -26,9 +25,6 @@ use crate::time::{self, Timestamp};
 
 use super::document::{marker_ids, size, SUMMARY_SECTIONS};
 use super::{AgentVerdict, Params, Pass, Request, Snapshot, SummaryPlan, SUMMARY_TEXT_CHARS};
-
-/// The most of a text agent's output read back for its answer (the end of `output.log`).
-pub const MAX_ANSWER_BYTES: u64 = 1 << 20;
 
 /// What the agent's run gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,7 +125,7 @@ pub fn propose(request: &Request, snapshot: &Snapshot, draft: &Pass) -> anyhow::
             Some(signal),
         ),
         End::Exited(0) => {
-            let answer = answer_text(&run, &run_dir, agent_config.output_format)?;
+            let answer = invoke::answer_text(&run, &run_dir, agent_config.output_format)?;
             let checked = last_block(&answer)
                 .ok_or_else(|| "the answer holds no fenced markdown block".to_string())
                 .and_then(|block| check(plan, &block, &request.params));
@@ -442,25 +438,4 @@ fn wording(line: &str, evidence: &str) -> Option<String> {
         .map(str::trim_end)
         .unwrap_or(body);
     Some(body.to_string())
-}
-
-/// The agent's answer: a structured agent's final answer; for a text agent, its whole output as
-/// logged (its last [`MAX_ANSWER_BYTES`]).
-fn answer_text(
-    run: &AgentRun,
-    run_dir: &std::path::Path,
-    format: OutputFormat,
-) -> anyhow::Result<String> {
-    if format != OutputFormat::Text {
-        return Ok(run.output.answer().to_string());
-    }
-    let path = run_dir.join("output.log");
-    let mut file =
-        std::fs::File::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    let len = file.metadata()?.len();
-    file.seek(SeekFrom::Start(len.saturating_sub(MAX_ANSWER_BYTES)))?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
