@@ -863,20 +863,6 @@ pub(crate) fn cut(text: &str, most: usize) -> String {
     cut
 }
 
-/// `a, b, c +2`.
-fn short_list(values: &[String], most: usize) -> String {
-    let mut text = values
-        .iter()
-        .take(most)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if values.len() > most {
-        text.push_str(&format!(" +{}", values.len() - most));
-    }
-    text
-}
-
 /// `2026-04-24`, `2026-04-24…26`, `2026-04-24…05-02`, or both dates whole.
 fn date_range(first: Timestamp, last: Timestamp) -> String {
     let (a, b) = (
@@ -896,7 +882,7 @@ fn date_range(first: Timestamp, last: Timestamp) -> String {
 
 /// The evidence of a summary bullet: `3× by F-001, F-004; 2026-04-24…26`.
 fn evidence_short(item: &Item) -> String {
-    let who = short_list(&item.workers, 3);
+    let who = graduation::list(&item.workers, 3, "");
     let when = date_range(item.first_seen, item.last_seen);
     if item.seen == 1 {
         format!("{who}; {when}")
@@ -908,7 +894,7 @@ fn evidence_short(item: &Item) -> String {
 /// The evidence of a MEMORY.md bullet, with the first and last entries' times (which find them
 /// in archive/).
 fn evidence_long(item: &Item) -> String {
-    let who = short_list(&item.workers, 6);
+    let who = graduation::list(&item.workers, 6, "");
     if item.seen == 1 && item.evidence.len() == 1 {
         format!("{who}, {}", time::format(item.first_seen))
     } else {

@@ -322,7 +322,7 @@ fn rule_met(
             format!(
                 "TRICK reported by {} distinct workers: {}",
                 item.workers.len(),
-                list(&item.workers, 5)
+                list(&item.workers, 5, " more")
             ),
         ));
     }
@@ -334,7 +334,7 @@ fn rule_met(
                 format!(
                     "failure mode seen in {} missions: {}",
                     missions.len(),
-                    list(&missions, 5)
+                    list(&missions, 5, " more")
                 ),
             ));
         }
@@ -346,15 +346,15 @@ fn rule_met(
                 "{} recorded {} times, forgotten in between (by {})",
                 item.tag.as_str(),
                 item.seen,
-                list(&item.workers, 5)
+                list(&item.workers, 5, " more")
             ),
         ));
     }
     None
 }
 
-/// `a, b, c +2 more`.
-fn list(values: &[String], most: usize) -> String {
+/// `a, b, c +2<more>`: the first `most` values, and how many are left out.
+pub(super) fn list(values: &[String], most: usize, more: &str) -> String {
     let mut text = values
         .iter()
         .take(most)
@@ -362,7 +362,7 @@ fn list(values: &[String], most: usize) -> String {
         .collect::<Vec<_>>()
         .join(", ");
     if values.len() > most {
-        text.push_str(&format!(" +{} more", values.len() - most));
+        text.push_str(&format!(" +{}{more}", values.len() - most));
     }
     text
 }
