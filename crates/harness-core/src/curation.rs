@@ -32,6 +32,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use crate::memory::cut;
 use crate::role::Role;
 use crate::time::{self, Timestamp};
 
@@ -851,16 +852,6 @@ fn rank(
         Reverse(item.last_seen),
         &item.id,
     )
-}
-
-/// `text` cut to `most` characters, with `…` when cut.
-pub(crate) fn cut(text: &str, most: usize) -> String {
-    if text.chars().count() <= most {
-        return text.to_string();
-    }
-    let mut cut: String = text.chars().take(most - 1).collect();
-    cut.push('…');
-    cut
 }
 
 /// `2026-04-24`, `2026-04-24…26`, `2026-04-24…05-02`, or both dates whole.

@@ -190,11 +190,17 @@ pub fn one_line(text: &str) -> String {
             break;
         }
     }
-    if cleaned.chars().count() > MAX_ENTRY_CHARS {
-        cleaned = cleaned.chars().take(MAX_ENTRY_CHARS - 1).collect();
-        cleaned.push('…');
+    cut(&cleaned, MAX_ENTRY_CHARS)
+}
+
+/// `text` cut to `most` characters, with `…` when cut.
+pub fn cut(text: &str, most: usize) -> String {
+    if text.chars().count() <= most {
+        return text.to_string();
     }
-    cleaned
+    let mut cut: String = text.chars().take(most.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
 }
 
 /// The raw.md lines of one invocation: the entries its agent printed, then the role's own

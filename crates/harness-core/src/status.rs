@@ -370,14 +370,10 @@ fn outcome_name(outcome: Outcome) -> String {
 
 /// `text` on one line, cut to `width` characters, with `…` when cut.
 fn shorten(text: &str, width: usize) -> String {
-    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if text.chars().count() <= width {
-        text
-    } else {
-        let mut short: String = text.chars().take(width - 1).collect();
-        short.push('…');
-        short
-    }
+    crate::memory::cut(
+        &text.split_whitespace().collect::<Vec<_>>().join(" "),
+        width,
+    )
 }
 
 #[cfg(test)]
