@@ -304,6 +304,25 @@ fn exit_codes_say_what_went_wrong_and_nothing_is_written() {
     let appended = Instant::now();
     append(&state, 0, "appended while a curator waits");
     assert!(appended.elapsed() < Duration::from_millis(250));
+    // A curator interrupted while it waits: 130, and nothing written.
+    let mut interrupted = project
+        .curator_command(&["--wait"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until_it_takes_signals(interrupted.id());
+    // SAFETY: kill(2) on our own child's pid, not yet reaped.
+    unsafe { libc::kill(interrupted.id() as i32, libc::SIGTERM) };
+    let status = wait_at_most(&mut interrupted, Duration::from_secs(60));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut interrupted.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert_eq!(
+        stderr,
+        "curator: interrupted by SIGTERM while waiting for the other curator; nothing was changed\n"
+    );
+    assert!(!project.state_dir().join("summary.md").exists());
     drop(held);
     let out = waiting.wait_with_output().unwrap();
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
@@ -311,6 +330,26 @@ fn exit_codes_say_what_went_wrong_and_nothing_is_written() {
     assert!(log_lines(&project)
         .iter()
         .any(|l| l.contains("appended while a curator waits")));
+}
+
+/// Waits (bounded) until the role binary `pid` has set up its signal handling: from then on a
+/// SIGTERM is its to handle (it is blocked in every thread and taken by one), not a kill.
+fn wait_until_it_takes_signals(pid: u32) {
+    let sigterm_bit = 1u64 << (libc::SIGTERM - 1);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let blocked = status
+            .lines()
+            .find_map(|line| line.strip_prefix("SigBlk:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .unwrap_or(0);
+        if blocked & sigterm_bit != 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{pid} never blocked SIGTERM");
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// Appends one entry as worker `writer` would.

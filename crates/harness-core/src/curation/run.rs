@@ -62,13 +62,20 @@ pub struct Request {
 pub struct Interrupted {
     /// The signal that stopped it.
     pub signal: i32,
+    /// It came while waiting for another curator (`--wait`), before the pass began.
+    pub waiting: bool,
 }
 
 impl std::fmt::Display for Interrupted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let when = if self.waiting {
+            "while waiting for the other curator"
+        } else {
+            "during the pass"
+        };
         write!(
             f,
-            "interrupted by {} during the pass; nothing was changed",
+            "interrupted by {} {when}; nothing was changed",
             signals::name(self.signal)
         )
     }
@@ -81,6 +88,7 @@ impl std::error::Error for Interrupted {}
 fn interrupted(_: Cancelled) -> anyhow::Error {
     Interrupted {
         signal: signals::received().unwrap_or(libc::SIGINT),
+        waiting: false,
     }
     .into()
 }
@@ -125,10 +133,8 @@ pub fn run(request: &Request) -> anyhow::Result<Outcome> {
                     // Never wait holding raw.md's lock: the other curator needs it to finish.
                     drop(raw_lock);
                     if let Some(signal) = signals::sleep(std::time::Duration::from_millis(100)) {
-                        anyhow::bail!(
-                            "interrupted by {} while waiting for the other curator",
-                            signals::name(signal)
-                        );
+                        let waiting = true;
+                        return Err(Interrupted { signal, waiting }.into());
                     }
                     continue;
                 }
@@ -208,7 +214,11 @@ pub fn run(request: &Request) -> anyhow::Result<Outcome> {
     // The last moment to stop with nothing written. The writes that follow are quick, and are
     // not stopped halfway: that would leave the rest to the next pass.
     if let Some(signal) = signals::received() {
-        return Err(Interrupted { signal }.into());
+        return Err(Interrupted {
+            signal,
+            waiting: false,
+        }
+        .into());
     }
     write_pass(request, &snapshot, &mut pass, identity_lock)?;
     if !agent_entries.is_empty() {
