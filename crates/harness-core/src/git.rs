@@ -117,7 +117,8 @@ pub fn observe(workdir: &Path) -> Tree {
     let Some((true, status)) = git_bytes(
         workdir,
         &[
-            // Nor refresh the index: the agent's own git commands must never find it locked.
+            // Without refreshing the index (which takes its lock): the agent's own git commands
+            // must never find the index locked by the harness.
             "--no-optional-locks",
             "status",
             "--porcelain=v2",
