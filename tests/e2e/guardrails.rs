@@ -160,6 +160,30 @@ fn a_cost_budget_is_checked_before_each_invocation() {
 }
 
 #[test]
+fn a_mission_budget_counts_every_attempt_of_the_running_loop() {
+    let fixture = harness_tests::repo_root().join("tests/fixtures/claude_stream.jsonl");
+    let step = format!("  - [cat: {:?}]\n", fixture.display().to_string());
+    let project = Project::new(ONE_FEATURE, &format!("steps:\n{}", step.repeat(5)));
+    project.config(
+        "output_format: claude-stream-json\n",
+        "stall_iterations: 0\nbudgets:\n  mission:\n    max_cost_usd: 0.5\n",
+    );
+    // ~$0.20 an attempt: the third starts with $0.10 left and no fourth starts. The worker loop
+    // writes an attempt's end with the next one's start, so the check before an attempt must
+    // count the one before it from memory, not from the disk (or a fourth would run).
+    let out = project.run(&["F-001", "--max-iterations", "10"]);
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    let outcomes = outcomes(&project);
+    assert_eq!(outcomes.len(), 3, "{outcomes:?}");
+    assert_eq!(outcomes[..2], ["no_promise"; 2]);
+    // The third ends by itself or is stopped live, as the race of its exit and its cost goes.
+    assert!(
+        ["no_promise", "over_budget"].contains(&outcomes[2].as_str()),
+        "{outcomes:?}"
+    );
+}
+
+#[test]
 fn a_time_budget_stops_a_running_agent() {
     let project = Project::new(ONE_FEATURE, "steps:\n  - [print: working, hang: true]\n");
     project.config(

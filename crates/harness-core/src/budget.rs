@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -105,7 +105,7 @@ impl Spent {
 
 /// What the whole mission spent: every feature's run state under `runs/`.
 pub fn mission_spent(state: &StateDir) -> Spent {
-    mission_spent_with(&mut SpentMemo::default(), state)
+    mission_spent_with(&mut SpentMemo::default(), state, None)
 }
 
 /// What each run state spent, by the file's identity as last read, for a worker that checks the
@@ -130,15 +130,24 @@ fn file_key(metadata: &std::fs::Metadata) -> FileKey {
     )
 }
 
-/// [`mission_spent`], parsing only the run states that changed since `memo` last read them.
-pub fn mission_spent_with(memo: &mut SpentMemo, state: &StateDir) -> Spent {
+/// [`mission_spent`], parsing only the run states that changed since `memo` last read them, and
+/// counting the run state at `own.0` as `own.1`: the caller's own, which it may hold ahead of
+/// the disk (a worker loop writes an attempt's end together with the next attempt's start).
+pub fn mission_spent_with(
+    memo: &mut SpentMemo,
+    state: &StateDir,
+    own: Option<(&Path, Spent)>,
+) -> Spent {
+    let mut total = own.map(|(_, spent)| spent).unwrap_or_default();
     let Ok(entries) = std::fs::read_dir(state.runs_dir()) else {
-        return Spent::default();
+        return total;
     };
     let mut seen = HashMap::with_capacity(memo.files.len());
-    let mut total = Spent::default();
     for entry in entries.flatten() {
         let path = entry.path().join("state.json");
+        if own.is_some_and(|(own, _)| own == path) {
+            continue;
+        }
         let Ok(metadata) = std::fs::metadata(&path) else {
             continue;
         };

@@ -159,34 +159,41 @@ struct ResultRecord<'a> {
 }
 
 /// What one iteration leaves to the next when one worker process runs them in turn
-/// ([`run_worker_loop`]): only what is still true of the disk. The inputs are re-read every
-/// iteration and parsed again when their bytes changed, the run states' spending is re-read
-/// when a file changed, the working tree as the last attempt left it stands for the tree
-/// before the next one (the harness itself changes nothing there in between), and the next run
-/// id is looked for after the last one.
+/// ([`run_worker_loop`]): what is still true of the disk, and the open session. The inputs are
+/// re-read every iteration and parsed again when their bytes changed, the run states' spending
+/// is re-read when a file changed, the working tree as the last attempt left it stands for the
+/// tree before the next one (the harness itself changes nothing there in between), and the next
+/// run id is looked for after the last one. After an attempt that ends with "continue" the
+/// session stays open, its locks never released: its run state is then the truth, and the
+/// attempt's end is written together with the next attempt's start.
 #[derive(Debug, Default)]
 pub struct Carry {
     inputs: session::InputMemo,
     spent: budget::SpentMemo,
     tree: Option<git::Tree>,
     run_id: Option<RunId>,
+    session: Option<session::Session>,
 }
 
 /// Runs one iteration of the Ralph loop on the requested feature.
 pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleReport> {
-    run_iteration(request, &mut Carry::default())
+    let mut carry = Carry::default();
+    let result = run_iteration(request, &mut carry);
+    finish(&mut carry, result)
 }
 
 /// Runs iterations of the Ralph loop on the requested feature in this one process, each exactly
-/// as [`run_worker_iteration`] would (state re-derived from disk, a fresh agent, everything
-/// recorded), until one ends with anything but "continue": the feature is complete or
+/// as [`run_worker_iteration`] would (inputs and layers re-read from disk, a fresh agent,
+/// everything recorded), until one ends with anything but "continue": the feature is complete or
 /// provisional, a guardrail stopped it, or an interrupt came. Spares a process start per
-/// iteration, and the parsing of inputs that did not change.
+/// iteration, the parsing of inputs that did not change, and (the feature's locks being held
+/// throughout, see [`Carry`]) a write and a read of the run state.
 pub fn run_worker_loop(request: &WorkerRequest) -> anyhow::Result<RoleReport> {
     let mut carry = Carry::default();
     let mut request = request.clone();
     let parent = std::os::unix::process::parent_id();
     loop {
+        // Every ending but "continue" has written the kept session's state (see run_iteration).
         let report = run_iteration(&request, &mut carry)?;
         if report.exit_code != exit_codes::CONTINUE {
             return Ok(report);
@@ -194,23 +201,25 @@ pub fn run_worker_loop(request: &WorkerRequest) -> anyhow::Result<RoleReport> {
         // Whoever started the loop (run.sh) is gone, killed: no one supervises it any more, so
         // it ends with this iteration, as a worker run once per iteration would.
         if std::os::unix::process::parent_id() != parent {
-            return Ok(RoleReport {
+            let report = RoleReport {
                 exit_code: exit_codes::INTERRUPTED,
                 message: format!(
                     "{}; the process that started this worker is gone, so it stops here (run it again to resume)",
                     report.message
                 ),
-            });
+            };
+            return finish(&mut carry, Ok(report));
         }
         if let Some(signal) = crate::signals::received() {
-            return Ok(RoleReport {
+            let report = RoleReport {
                 exit_code: exit_codes::INTERRUPTED,
                 message: format!(
                     "{} interrupted by {}",
                     request.feature.feature,
                     crate::signals::name(signal)
                 ),
-            });
+            };
+            return finish(&mut carry, Ok(report));
         }
         eprintln!("worker: {}", report.message);
         // The run id given is the first iteration's; each later one makes its own.
@@ -218,10 +227,53 @@ pub fn run_worker_loop(request: &WorkerRequest) -> anyhow::Result<RoleReport> {
     }
 }
 
+/// One iteration, on the session `carry` kept open (see [`Carry`]) or a new one. An attempt that
+/// ends with "continue" leaves its end to be written with the next attempt's start, its session
+/// kept in `carry`; any other ending writes it.
 fn run_iteration(request: &WorkerRequest, carry: &mut Carry) -> anyhow::Result<RoleReport> {
+    let opened = session::open_or_resume(
+        &mut carry.session,
+        &mut carry.inputs,
+        &request.feature,
+        Role::Worker,
+    );
+    let mut session = match opened {
+        Ok(session) => session,
+        Err(error) => return finish(carry, Err(error)),
+    };
+    let result = iterate(request, &mut session, carry);
+    if session.pending {
+        carry.session = Some(session);
+    }
+    match result {
+        Ok(report) if report.exit_code == exit_codes::CONTINUE => Ok(report),
+        other => finish(carry, other),
+    }
+}
+
+/// `result`, once the state of the session `carry` kept (if any) is written; the iteration's
+/// own error comes first.
+fn finish(carry: &mut Carry, result: anyhow::Result<RoleReport>) -> anyhow::Result<RoleReport> {
+    let written = carry.session.take().map_or(Ok(()), |mut kept| kept.save());
+    match (result, written) {
+        (Ok(report), Ok(())) => Ok(report),
+        (Ok(_), Err(error)) => Err(error),
+        (Err(error), written) => {
+            if let Err(also) = written {
+                eprintln!("worker: error: {also:#}");
+            }
+            Err(error)
+        }
+    }
+}
+
+fn iterate(
+    request: &WorkerRequest,
+    session: &mut session::Session,
+    carry: &mut Carry,
+) -> anyhow::Result<RoleReport> {
     let feature_request = &request.feature;
     let state_dir = &feature_request.state;
-    let mut session = session::open_with(&mut carry.inputs, feature_request, Role::Worker)?;
     let started_at = session.started_at;
     if let Some(max_iterations) = request.max_iterations {
         if max_iterations == 0 {
@@ -497,7 +549,12 @@ fn run_iteration(request: &WorkerRequest, carry: &mut Carry) -> anyhow::Result<R
             worker_peak_rss_kb: invoke::peak_rss_kb(),
         },
     )?;
-    session.save()?;
+    if decision == Decision::Restart && exit_code == exit_codes::CONTINUE {
+        // Written with the next attempt's start, or when the loop ends: one write, not two.
+        session.pending = true;
+    } else {
+        session.save()?;
+    }
     if session.state.status == Status::Done {
         notes::remove(state_dir, &feature.id).context("cannot remove the notes")?;
     }

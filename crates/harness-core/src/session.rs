@@ -146,6 +146,9 @@ pub struct Session {
     pub started_at: Timestamp,
     /// `roles/<role>.md`.
     pub role_prompt: String,
+    /// The state holds an attempt's end not yet written: a worker loop writes it together with
+    /// the next attempt's start (one write instead of two), or when the loop ends.
+    pub pending: bool,
     _feature_lock: Option<Lock>,
     _invocation_lock: Lock,
 }
@@ -211,9 +214,39 @@ pub fn open_with(
         state_path,
         started_at,
         role_prompt,
+        pending: false,
         _feature_lock: feature_lock,
         _invocation_lock: invocation_lock,
     })
+}
+
+/// [`open_with`], or the session `kept` open by this process since its last attempt: its locks
+/// were never released, so its state is still the truth (and may be ahead of the disk, see
+/// [`Session::pending`]); only the inputs and the role prompt are read again. On an error the
+/// kept session stays in `kept`, for its state to be written.
+pub fn open_or_resume(
+    kept: &mut Option<Session>,
+    memo: &mut InputMemo,
+    request: &FeatureRequest,
+    role: Role,
+) -> anyhow::Result<Session> {
+    if kept.is_none() {
+        return open_with(memo, request, role);
+    }
+    let inputs = check_inputs_with(
+        memo,
+        &request.workdir,
+        &request.state,
+        &request.feature,
+        role,
+        request.path_var.as_deref(),
+    )?;
+    let role_prompt = read_role_prompt(&request.home, role)?;
+    let mut session = kept.take().expect("checked above");
+    session.inputs = inputs;
+    session.role_prompt = role_prompt;
+    session.started_at = time::now();
+    Ok(session)
 }
 
 /// Removes the temporary files that writes killed mid-way (`kill -9`) left in the feature's run
@@ -247,10 +280,12 @@ pub struct Layers {
 
 impl Session {
     /// Writes the run state atomically.
-    pub fn save(&self) -> anyhow::Result<()> {
+    pub fn save(&mut self) -> anyhow::Result<()> {
         self.state
             .save(&self.state_path)
-            .with_context(|| format!("cannot write {}", self.state_path.display()))
+            .with_context(|| format!("cannot write {}", self.state_path.display()))?;
+        self.pending = false;
+        Ok(())
     }
 
     /// Records the attempt `call.run_id` as begun (for the worker, as the next iteration), after
@@ -325,15 +360,15 @@ impl Session {
         let feature = Spent::of(&self.state.attempts);
         // Reading every feature's run state is needed only for a mission budget.
         let mission = match budgets.mission {
-            Some(_) => budget::mission_spent_with(spent, state),
+            Some(_) => budget::mission_spent_with(spent, state, Some((&self.state_path, feature))),
             None => Spent::default(),
         };
         match budget::remaining(budgets, feature, mission) {
             Ok(remaining) => Ok(Ok(remaining)),
             Err(exceeded) => {
-                let id = &self.inputs.feature.id;
                 self.state.reason = Some(exceeded.to_string());
                 self.save_if_changed()?;
+                let id = &self.inputs.feature.id;
                 Ok(Err(RoleReport {
                     exit_code: exit_codes::GUARDRAIL,
                     message: format!(
@@ -346,8 +381,8 @@ impl Session {
     }
 
     /// Writes the run state only if it differs from what was loaded (a no-op leaves every byte).
-    pub fn save_if_changed(&self) -> anyhow::Result<()> {
-        if self.loaded.as_ref() != Some(&self.state) {
+    pub fn save_if_changed(&mut self) -> anyhow::Result<()> {
+        if self.pending || self.loaded.as_ref() != Some(&self.state) {
             self.save()?;
         }
         Ok(())
