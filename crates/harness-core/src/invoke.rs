@@ -190,9 +190,20 @@ fn start_failure_hint(error: &std::io::Error, prompt: &str, config: &Path) -> St
     }
 }
 
-/// This process's peak resident memory (Linux), in KiB.
+/// This process's peak resident memory, in KiB.
 pub fn peak_rss_kb() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    // One system call, where /proc/self/status costs an open, reads and a parse per iteration.
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given, and RUSAGE_SELF is always valid.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: initialised by the successful call above.
+    let max_rss = u64::try_from(unsafe { usage.assume_init() }.ru_maxrss).ok()?;
+    // Kilobytes on Linux, bytes on macOS.
+    Some(if cfg!(target_os = "macos") {
+        max_rss / 1024
+    } else {
+        max_rss
+    })
 }
