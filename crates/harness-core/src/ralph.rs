@@ -267,6 +267,7 @@ fn finish(carry: &mut Carry, result: anyhow::Result<RoleReport>) -> anyhow::Resu
     }
 }
 
+/// The iteration itself, on the open `session`: prompt, agent, decision, records.
 fn iterate(
     request: &WorkerRequest,
     session: &mut session::Session,

@@ -138,7 +138,8 @@ pub struct Session {
     pub inputs: Inputs,
     /// The run state as it is now (recovered, possibly changed since loading).
     pub state: RunState,
-    /// The run state as it was on disk (`None` for a feature that never ran).
+    /// The run state as it was on disk when the session opened (`None` for a feature that never
+    /// ran); a session a worker loop keeps open is not loaded again.
     pub loaded: Option<RunState>,
     /// Where the run state lives.
     pub state_path: PathBuf,
@@ -380,7 +381,8 @@ impl Session {
         }
     }
 
-    /// Writes the run state only if it differs from what was loaded (a no-op leaves every byte).
+    /// Writes the run state only if it differs from what was loaded or holds an attempt's end not
+    /// yet written (a no-op leaves every byte).
     pub fn save_if_changed(&mut self) -> anyhow::Result<()> {
         if self.pending || self.loaded.as_ref() != Some(&self.state) {
             self.save()?;
