@@ -166,15 +166,7 @@ pub fn open_with(
     role: Role,
 ) -> anyhow::Result<Session> {
     let state_dir = &request.state;
-    let inputs = check_inputs_with(
-        memo,
-        &request.workdir,
-        state_dir,
-        &request.feature,
-        role,
-        request.path_var.as_deref(),
-    )?;
-    let role_prompt = read_role_prompt(&request.home, role)?;
+    let (inputs, role_prompt) = read_inputs(memo, request, role)?;
 
     let started_at = time::now();
     let id = &inputs.feature.id;
@@ -221,6 +213,23 @@ pub fn open_with(
     })
 }
 
+/// The checked inputs of `request` and the role's prompt: what a session reads anew each time.
+fn read_inputs(
+    memo: &mut InputMemo,
+    request: &FeatureRequest,
+    role: Role,
+) -> anyhow::Result<(Inputs, String)> {
+    let inputs = check_inputs_with(
+        memo,
+        &request.workdir,
+        &request.state,
+        &request.feature,
+        role,
+        request.path_var.as_deref(),
+    )?;
+    Ok((inputs, read_role_prompt(&request.home, role)?))
+}
+
 /// [`open_with`], or the session `kept` open by this process since its last attempt: its locks
 /// were never released, so its state is still the truth (and may be ahead of the disk, see
 /// [`Session::pending`]); only the inputs and the role prompt are read again. On an error the
@@ -234,15 +243,7 @@ pub fn open_or_resume(
     if kept.is_none() {
         return open_with(memo, request, role);
     }
-    let inputs = check_inputs_with(
-        memo,
-        &request.workdir,
-        &request.state,
-        &request.feature,
-        role,
-        request.path_var.as_deref(),
-    )?;
-    let role_prompt = read_role_prompt(&request.home, role)?;
+    let (inputs, role_prompt) = read_inputs(memo, request, role)?;
     let mut session = kept.take().expect("checked above");
     session.inputs = inputs;
     session.role_prompt = role_prompt;
