@@ -30,6 +30,8 @@ pub mod schedule;
 pub mod session;
 pub mod signals;
 pub mod status;
+#[cfg(test)]
+mod testing;
 pub mod time;
 pub mod usage;
 pub mod validator;

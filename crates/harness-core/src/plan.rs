@@ -717,10 +717,7 @@ fn write_result(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn id(text: &str) -> FeatureId {
-        FeatureId::parse(text).unwrap()
-    }
+    use crate::testing::id;
 
     #[test]
     fn the_current_features_show_their_status_and_hold_no_fence() {

@@ -1415,15 +1415,8 @@ footer { font-size: .8rem; padding-top: 1rem; padding-bottom: 2rem; }
 mod tests {
     use super::*;
     use crate::run_state::{RunState, Status};
+    use crate::testing::{at, id};
     use crate::usage::UsageRecord;
-
-    fn at(seconds: i64) -> Timestamp {
-        chrono::DateTime::from_timestamp(1_777_000_000 + seconds, 0).unwrap()
-    }
-
-    fn id(text: &str) -> FeatureId {
-        FeatureId::parse(text).unwrap()
-    }
 
     fn attempt(
         state: &mut RunState,

@@ -330,10 +330,7 @@ impl RunState {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn at(seconds: i64) -> Timestamp {
-        chrono::DateTime::from_timestamp(1_777_000_000 + seconds, 0).unwrap()
-    }
+    use crate::testing::at;
 
     fn state() -> RunState {
         RunState::new(

@@ -448,11 +448,8 @@ pub fn outcome(state_dir: &StateDir) -> Result<MissionOutcome, InputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::id;
     use std::path::Path;
-
-    fn id(text: &str) -> FeatureId {
-        FeatureId::parse(text).unwrap()
-    }
 
     fn list(text: &str) -> FeatureList {
         FeatureList::parse(text, Path::new("features.yaml")).unwrap()

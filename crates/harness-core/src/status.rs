@@ -379,15 +379,8 @@ fn shorten(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{at, id};
     use std::path::Path;
-
-    fn at(seconds: i64) -> Timestamp {
-        chrono::DateTime::from_timestamp(1_777_000_000 + seconds, 0).unwrap()
-    }
-
-    fn id(text: &str) -> FeatureId {
-        FeatureId::parse(text).unwrap()
-    }
 
     fn attempt(state: &mut RunState, role: Role, start: i64, end: Option<i64>, outcome: Outcome) {
         state.begin_attempt(&format!("run-{start}"), role, at(start));

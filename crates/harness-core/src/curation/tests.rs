@@ -13,7 +13,7 @@ fn clock() -> Timestamp {
 }
 
 fn at(seconds: i64) -> String {
-    time::format(chrono::DateTime::from_timestamp(1_777_000_000 + seconds, 0).unwrap())
+    time::format(crate::testing::at(seconds))
 }
 
 /// A raw.md line.

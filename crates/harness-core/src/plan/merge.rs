@@ -347,10 +347,7 @@ fn cannot_edit(path: &Path, why: String) -> InputError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn id(text: &str) -> FeatureId {
-        FeatureId::parse(text).unwrap()
-    }
+    use crate::testing::id;
 
     fn feature(id_text: &str, title: &str) -> Feature {
         Feature {
