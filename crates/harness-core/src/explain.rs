@@ -24,13 +24,8 @@ pub struct Explanation {
 
 /// The prompt `role` would get next on the requested feature.
 pub fn explain(request: &FeatureRequest, role: Role) -> anyhow::Result<Explanation> {
-    let inputs = session::check_inputs(
-        &request.workdir,
-        &request.state,
-        &request.feature,
-        role,
-        request.path_var.as_deref(),
-    )?;
+    let (inputs, role_prompt) =
+        session::read_inputs(&mut session::InputMemo::default(), request, role)?;
     let feature = &inputs.feature;
     let state = RunState::load(&request.state.run_state(&feature.id))?.unwrap_or_else(|| {
         RunState::new(
@@ -40,7 +35,6 @@ pub fn explain(request: &FeatureRequest, role: Role) -> anyhow::Result<Explanati
             time::now(),
         )
     });
-    let role_prompt = session::read_role_prompt(&request.home, role)?;
     let layers = session::read_layers(&request.home, &request.state, &feature.id, role)?;
     let run_id = RunId::generate(time::now().timestamp(), role, &feature.id, |candidate| {
         request

@@ -213,8 +213,9 @@ pub fn open_with(
     })
 }
 
-/// The checked inputs of `request` and the role's prompt: what a session reads anew each time.
-fn read_inputs(
+/// The checked inputs of `request` and the role's prompt: what a session reads anew each time
+/// (and what `explain` reads).
+pub fn read_inputs(
     memo: &mut InputMemo,
     request: &FeatureRequest,
     role: Role,
