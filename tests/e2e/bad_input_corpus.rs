@@ -10,7 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use harness_core::memory::RawEntry;
+use harness_core::state::memory::RawEntry;
 use harness_tests::{code, text, Project};
 
 const ONE_FEATURE: &str = "features:\n  - id: F-001\n    title: Hello\n";

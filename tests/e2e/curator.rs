@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use harness_core::curation::log;
-use harness_core::features::FeatureId;
-use harness_core::layout::StateDir;
-use harness_core::memory::{self, RawEntry, Tag};
-use harness_core::role::Role;
+use harness_core::roles::curator::log;
+use harness_core::spec::features::FeatureId;
+use harness_core::spec::layout::StateDir;
+use harness_core::spec::role::Role;
+use harness_core::state::memory::{self, RawEntry, Tag};
 use harness_tests::{code, repo_root, text, Project};
 
 /// A labelled fixture of tests/fixtures/curation/.
@@ -283,7 +283,7 @@ fn exit_codes_say_what_went_wrong_and_nothing_is_written() {
     let project = project_with_log(&fixture("mission-a.raw.md"));
     let state = StateDir::new(project.state_dir());
     let held =
-        harness_core::locks::Lock::try_acquire(&state.summary_lock(), "x", "pid 1 (curator)")
+        harness_core::base::locks::Lock::try_acquire(&state.summary_lock(), "x", "pid 1 (curator)")
             .unwrap();
     let out = project.curator(&[]);
     assert_eq!(code(&out), 75, "{}", text(&out.stderr));
@@ -357,7 +357,7 @@ fn append(state: &StateDir, writer: usize, text: &str) {
     memory::append_raw(
         state,
         &[RawEntry {
-            time: harness_core::time::now(),
+            time: harness_core::base::time::now(),
             role: Role::Worker,
             feature: Some(FeatureId::parse(&format!("F-{writer}")).unwrap()),
             tag: Tag::Lesson,

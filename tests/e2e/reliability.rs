@@ -17,13 +17,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use harness_core::config::Config;
-use harness_core::curation::log;
-use harness_core::features::FeatureList;
-use harness_core::layout::StateDir;
-use harness_core::locks::Lock;
-use harness_core::memory::Tag;
-use harness_core::run_state::RunState;
+use harness_core::base::locks::Lock;
+use harness_core::roles::curator::log;
+use harness_core::spec::config::Config;
+use harness_core::spec::features::FeatureList;
+use harness_core::spec::layout::StateDir;
+use harness_core::state::memory::Tag;
+use harness_core::state::run_state::RunState;
 use harness_tests::{code, text, Project};
 
 /// The kills a crash-injection run makes at least (`HARNESS_CRASH_KILLS` raises or lowers it).

@@ -3,9 +3,9 @@
 //! over a vocabulary in which a few words are common and most are rare, as in real text.
 //! Seeded, so every run of the benchmarks curates the same log.
 
-use harness_core::features::FeatureId;
-use harness_core::memory::{RawEntry, Tag};
-use harness_core::role::Role;
+use harness_core::spec::features::FeatureId;
+use harness_core::spec::role::Role;
+use harness_core::state::memory::{RawEntry, Tag};
 
 use crate::stats::Random;
 

@@ -306,7 +306,7 @@ fn large_state(harness: &Harness, options: &Options) -> anyhow::Result<Project> 
     project.write_state("archive/raw-000001.md", &archive)?;
     let raw = format!(
         "{}\n{}",
-        harness_core::curation::log::header(1),
+        harness_core::roles::curator::log::header(1),
         raw_text(&mut maker, options.raw)
     );
     project.write_state("raw.md", &raw)?;
@@ -473,14 +473,14 @@ fn components(
     Ok(rows)
 }
 
-/// The median time of `harness_core::atomic::write_atomic` on a 2 KiB file in `dir`.
+/// The median time of `harness_core::base::atomic::write_atomic` on a 2 KiB file in `dir`.
 fn atomic_write_time(dir: &Path, repeats: usize) -> anyhow::Result<f64> {
     let path = dir.join("atomic-write-test.json");
     let bytes = vec![b'x'; 2048];
     let mut times = Vec::new();
     for _ in 0..repeats {
         let started = Instant::now();
-        harness_core::atomic::write_atomic(&path, &bytes)?;
+        harness_core::base::atomic::write_atomic(&path, &bytes)?;
         times.push(started.elapsed());
     }
     Ok(median_secs(&times))

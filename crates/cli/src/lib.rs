@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use harness_core::exit_codes;
-use harness_core::features::FeatureId;
-use harness_core::layout::{HarnessHome, RunId, StateDir};
-use harness_core::session::FeatureRequest;
+use harness_core::base::exit_codes;
+use harness_core::roles::session::FeatureRequest;
+use harness_core::spec::features::FeatureId;
+use harness_core::spec::layout::{HarnessHome, RunId, StateDir};
 use harness_core::InputError;
 
 /// Where the project and its state are.
@@ -129,7 +129,7 @@ pub fn caller_holds_feature_lock() -> bool {
 /// The body of a role binary's `main`: signals set up first, then `run`; an error is printed as
 /// `<name>: error: …` with its chain and mapped to its exit code.
 pub fn main(name: &str, run: impl FnOnce() -> anyhow::Result<u8>) -> ExitCode {
-    if let Err(error) = harness_core::signals::install() {
+    if let Err(error) = harness_core::base::signals::install() {
         eprintln!("{name}: cannot set up signal handling: {error}");
         return ExitCode::from(exit_codes::USAGE);
     }

@@ -1,17 +1,17 @@
 //! `curator`: one pass over the mission's memory — raw.md and archive/ grouped into items,
 //! promoted into summary.md, demoted to MEMORY.md and archive/ within the bounds, graduated into
 //! identity/<role>.md, raw.md truncated to its last entries. All the rules are in
-//! `harness_core::curation`.
+//! `harness_core::roles::curator`.
 
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
 use harness_cli::{Install, Place};
-use harness_core::config::Config;
-use harness_core::curation::{self, Interrupted, Params, Request};
-use harness_core::exit_codes;
-use harness_core::layout::RunId;
+use harness_core::base::exit_codes;
+use harness_core::roles::curator::{self, Interrupted, Params, Request};
+use harness_core::spec::config::Config;
+use harness_core::spec::layout::RunId;
 
 /// Curates the memory layers of the project: one deterministic, idempotent pass (a second pass
 /// with nothing new changes no byte). Prints what it promotes, demotes, graduates and archives,
@@ -78,7 +78,7 @@ fn curate(cli: Cli) -> anyhow::Result<u8> {
         similarity: cli.similarity.unwrap_or(defaults.similarity),
         ..defaults
     };
-    let outcome = match curation::run(&Request {
+    let outcome = match curator::run(&Request {
         workdir,
         state,
         home: cli.install.resolve()?,

@@ -7,15 +7,15 @@
 use std::path::Path;
 
 use harness_core::agent::{End, OutputReader, RedactingStream, Redactor};
-use harness_core::config::{AgentConfig, AgentSpec, Config, OutputFormat};
-use harness_core::curation::document::{Document, Layer};
-use harness_core::features::{FeatureId, FeatureList};
-use harness_core::layout::StateDir;
-use harness_core::memory::{self, RawEntry, Tag, MAX_ENTRY_CHARS};
-use harness_core::notes::{self, AttemptNote};
-use harness_core::prompt::{completion_tag, defang};
-use harness_core::role::Role;
-use harness_core::validator::{self, Verdict, FAIL_TAG, PASS_TAG, REASONS_CHARS};
+use harness_core::roles::curator::document::{Document, Layer};
+use harness_core::roles::prompt::{completion_tag, defang};
+use harness_core::roles::validator::{self, Verdict, FAIL_TAG, PASS_TAG, REASONS_CHARS};
+use harness_core::spec::config::{AgentConfig, AgentSpec, Config, OutputFormat};
+use harness_core::spec::features::{FeatureId, FeatureList};
+use harness_core::spec::layout::StateDir;
+use harness_core::spec::role::Role;
+use harness_core::state::memory::{self, RawEntry, Tag, MAX_ENTRY_CHARS};
+use harness_core::state::notes::{self, AttemptNote};
 use proptest::prelude::*;
 
 const PROMISE_TAG: &str = "<promise>TASK_COMPLETE</promise>";

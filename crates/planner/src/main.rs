@@ -1,8 +1,8 @@
 //! `planner`: breaks the mission into features (`plan`), re-breaks a failed feature into smaller
 //! ones (`replan`), shows the status board (`status`), writes the mission report (`report`), and
 //! tells `./run.sh all` what to run next (`next`) and how the mission ended (`outcome`). All the
-//! rules are in `harness_core::plan`, `harness_core::schedule`, `harness_core::status` and
-//! `harness_core::report`.
+//! rules are in `harness_core::roles::planner`, `harness_core::mission::schedule`, `harness_core::mission::status` and
+//! `harness_core::mission::report`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,12 +10,13 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use harness_cli::{Install, Place};
-use harness_core::exit_codes;
-use harness_core::features::FeatureId;
-use harness_core::layout::RunId;
-use harness_core::plan::{run_plan, run_replan, PlanReport, PlanRequest};
-use harness_core::session::FeatureRequest;
-use harness_core::{report, schedule, status, time};
+use harness_core::base::exit_codes;
+use harness_core::base::time;
+use harness_core::mission::{report, schedule, status};
+use harness_core::roles::planner::{run_plan, run_replan, PlanReport, PlanRequest};
+use harness_core::roles::session::FeatureRequest;
+use harness_core::spec::features::FeatureId;
+use harness_core::spec::layout::RunId;
 
 /// The planner role and the mission's bookkeeping.
 ///

@@ -1,12 +1,12 @@
 //! `validator`: an independent agent checks a provisional feature against its acceptance criteria
 //! and answers with a verdict. run.sh calls it after the worker delivered the promise; it also
-//! runs by hand with flags alone. All the rules are in `harness_core::validator`.
+//! runs by hand with flags alone. All the rules are in `harness_core::roles::validator`.
 
 use std::process::ExitCode;
 
 use clap::Parser;
 use harness_cli::FeatureArgs;
-use harness_core::validator::run_validator;
+use harness_core::roles::validator::run_validator;
 
 /// Validate a provisional feature: its agent gets the acceptance criteria, the worker's claim and
 /// the workspace, and answers <verdict>PASS</verdict> or <verdict>FAIL</verdict>.

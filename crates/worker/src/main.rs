@@ -1,17 +1,17 @@
 //! `worker`: one iteration of the Ralph loop on one feature — assemble the prompt, run a fresh
 //! agent, record what happened in `.harness/`. run.sh calls it with `--loop`, which runs iterations
-//! in turn while they end in "continue"; it also runs by hand with flags alone. All the rules are in `harness_core::ralph`.
+//! in turn while they end in "continue"; it also runs by hand with flags alone. All the rules are in `harness_core::roles::worker`.
 
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
 use harness_cli::{FeatureArgs, Place};
-use harness_core::exit_codes;
-use harness_core::features::FeatureId;
-use harness_core::ralph::{run_worker_iteration, run_worker_loop, WorkerRequest};
-use harness_core::role::Role;
-use harness_core::session::check_inputs;
+use harness_core::base::exit_codes;
+use harness_core::roles::session::check_inputs;
+use harness_core::roles::worker::{run_worker_iteration, run_worker_loop, WorkerRequest};
+use harness_core::spec::features::FeatureId;
+use harness_core::spec::role::Role;
 
 /// Run one iteration of the worker on a feature (with --loop, one after another): a fresh agent
 /// process gets the assembled prompt; its output, notes, memory entries and the feature's run
@@ -109,7 +109,7 @@ fn main() -> ExitCode {
 
 fn init(place: Place) -> anyhow::Result<u8> {
     let (_, state) = place.resolve()?;
-    let report = harness_core::init::init(&state)
+    let report = harness_core::spec::init::init(&state)
         .with_context(|| format!("cannot create {}", state.root().display()))?;
     for path in &report.created {
         println!("created {}", path.display());
@@ -135,19 +135,19 @@ fn check(place: Place, feature: &str) -> anyhow::Result<u8> {
 fn lock(place: Place, feature: &str, fd: i32) -> anyhow::Result<u8> {
     let feature = FeatureId::parse(feature)?;
     let (_, state) = place.resolve()?;
-    let holder = harness_core::locks::describe_holder(
+    let holder = harness_core::base::locks::describe_holder(
         std::os::unix::process::parent_id(),
         &format!("run.sh {feature}"),
-        &harness_core::time::format(harness_core::time::now()),
+        &harness_core::base::time::format(harness_core::base::time::now()),
     );
-    harness_core::locks::acquire_for_parent(
+    harness_core::base::locks::acquire_for_parent(
         fd,
         &state.feature_lock(&feature),
         feature.as_str(),
         &holder,
     )?;
     // Once per run, with the feature ours: what a killed run left half-written goes.
-    harness_core::session::sweep_stale_temps(&state, &feature);
+    harness_core::roles::session::sweep_stale_temps(&state, &feature);
     Ok(exit_codes::DONE)
 }
 
@@ -163,7 +163,7 @@ fn explain(args: &FeatureArgs, role: ExplainRole) -> anyhow::Result<u8> {
         ExplainRole::Worker => Role::Worker,
         ExplainRole::Validator => Role::Validator,
     };
-    let explanation = harness_core::explain::explain(&args.request()?, role)?;
+    let explanation = harness_core::roles::explain::explain(&args.request()?, role)?;
     print!("{}", explanation.prompt);
     eprint!("\n{}", explanation.table());
     Ok(exit_codes::DONE)
@@ -171,7 +171,7 @@ fn explain(args: &FeatureArgs, role: ExplainRole) -> anyhow::Result<u8> {
 
 fn worktree(args: &FeatureArgs) -> anyhow::Result<u8> {
     let request = args.request()?;
-    let path = harness_core::worktree::assign(&request)?;
+    let path = harness_core::mission::worktree::assign(&request)?;
     println!("{}", path.display());
     Ok(exit_codes::DONE)
 }

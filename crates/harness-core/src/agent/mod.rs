@@ -13,13 +13,14 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::config::{OutputFormat, PromptVia};
-use crate::error::InputError;
-use crate::memory::{self, Tag, MAX_ENTRIES_PER_INVOCATION};
-use crate::progress::{self, Progress, Snapshot};
-use crate::signals;
+use crate::base::error::InputError;
+use crate::base::signals;
+use crate::spec::config::{OutputFormat, PromptVia};
+use crate::state::memory::{self, Tag, MAX_ENTRIES_PER_INVOCATION};
+use progress::{Progress, Snapshot};
 
 pub mod format;
+pub mod progress;
 pub mod redact;
 
 pub use format::{Event, Parser, Usage};

@@ -11,7 +11,7 @@ mod text;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::OutputFormat;
+use crate::spec::config::OutputFormat;
 
 /// What one line of an agent's output means to the harness.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,13 @@
+//! The base layer: small helpers that know nothing of features, roles or agents — atomic writes,
+//! locks, time, signals, git plumbing, the error types and the exit codes. Every other layer may
+//! use them; they use none.
+
+pub mod atomic;
+pub mod error;
+pub mod exit_codes;
+pub mod git;
+pub mod locks;
+pub mod signals;
+#[cfg(test)]
+pub(crate) mod testing;
+pub mod time;

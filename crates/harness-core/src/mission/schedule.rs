@@ -1,0 +1,689 @@
+//! The order of work over a whole mission (`./run.sh all`): which features are ready to run,
+//! which are blocked by a failed dependency, and how the mission ended. The rules are pure
+//! functions over the feature list and the run states; loading and writing states sit at the
+//! edges ([`load_states`], [`apply_dependency_updates`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use anyhow::Context;
+
+use crate::base::error::{InputError, LockHeld};
+use crate::base::exit_codes;
+use crate::base::locks::{self, Lock};
+use crate::base::time::{self, Timestamp};
+use crate::spec::config::Config;
+use crate::spec::features::{Feature, FeatureId, FeatureList};
+use crate::spec::layout::StateDir;
+use crate::state::run_state::{RunState, Status};
+
+/// The run state of each feature that has one.
+pub type States = BTreeMap<FeatureId, RunState>;
+
+/// The words that start the reason of a feature blocked by a dependency. Such a block is derived
+/// from the dependencies and recomputed every time; other blocks are left alone.
+pub const DEPENDENCY_REASON_PREFIX: &str = "dependency ";
+
+/// Reads the run state of every feature of `features` that has one.
+pub fn load_states(state_dir: &StateDir, features: &FeatureList) -> Result<States, InputError> {
+    let mut states = States::new();
+    for feature in &features.features {
+        if let Some(state) = RunState::load(&state_dir.run_state(&feature.id))? {
+            states.insert(feature.id.clone(), state);
+        }
+    }
+    Ok(states)
+}
+
+/// Whether a process is running the feature now: run.sh's lock or a role's invocation lock is
+/// held.
+pub fn is_being_run(state_dir: &StateDir, id: &FeatureId) -> bool {
+    locks::is_held(&state_dir.feature_lock(id)) || locks::is_held(&state_dir.invocation_lock(id))
+}
+
+/// Whether a feature was re-broken into others by the planner.
+pub fn is_superseded(state: Option<&RunState>) -> bool {
+    state.is_some_and(|s| !s.superseded_by.is_empty())
+}
+
+/// Whether a dependency on `id` is satisfied: it is done, or it is superseded and every one of
+/// its successors is satisfied (recursively). A successor missing from the list is not.
+pub fn satisfied(id: &FeatureId, features: &FeatureList, states: &States) -> bool {
+    fn walk(
+        id: &FeatureId,
+        features: &FeatureList,
+        states: &States,
+        seen: &mut BTreeSet<FeatureId>,
+    ) -> bool {
+        if features.get(id).is_none() || !seen.insert(id.clone()) {
+            return false;
+        }
+        let state = states.get(id);
+        match state {
+            Some(state) if !state.superseded_by.is_empty() => state
+                .superseded_by
+                .iter()
+                .all(|next| walk(next, features, states, seen)),
+            Some(state) => state.status == Status::Done,
+            None => false,
+        }
+    }
+    walk(id, features, states, &mut BTreeSet::new())
+}
+
+/// What is wrong with a feature, seen as a dependency of others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trouble {
+    Failed,
+    Blocked,
+}
+
+/// Whether `reason` is a block derived from the dependencies.
+fn is_dependency_block(state: &RunState) -> bool {
+    state.status == Status::Blocked
+        && state
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with(DEPENDENCY_REASON_PREFIX))
+}
+
+/// The trouble of `id`: failed or blocked for its own reasons, or blocked because a dependency
+/// is (transitively); a superseded feature has the trouble of its successors.
+fn trouble(
+    id: &FeatureId,
+    features: &FeatureList,
+    states: &States,
+    seen: &mut BTreeSet<FeatureId>,
+) -> Option<Trouble> {
+    // A cycle (only a hand-edited list can have one) gives no trouble rather than no answer.
+    if !seen.insert(id.clone()) {
+        return None;
+    }
+    let state = states.get(id);
+    let result = match state {
+        Some(state) if !state.superseded_by.is_empty() => state
+            .superseded_by
+            .iter()
+            .filter_map(|next| trouble(next, features, states, seen))
+            .min_by_key(|t| *t == Trouble::Blocked),
+        Some(state) if state.status == Status::Failed => Some(Trouble::Failed),
+        Some(state) if state.status == Status::Blocked && !is_dependency_block(state) => {
+            Some(Trouble::Blocked)
+        }
+        Some(state) if state.status == Status::Done => None,
+        _ => features.get(id).and_then(|feature| {
+            dependency_trouble(feature, features, states, seen).map(|_| Trouble::Blocked)
+        }),
+    };
+    seen.remove(id);
+    result
+}
+
+/// The first dependency of `feature` in trouble, and its trouble.
+fn dependency_trouble(
+    feature: &Feature,
+    features: &FeatureList,
+    states: &States,
+    seen: &mut BTreeSet<FeatureId>,
+) -> Option<(FeatureId, Trouble)> {
+    feature
+        .depends_on
+        .iter()
+        .find_map(|dep| trouble(dep, features, states, seen).map(|trouble| (dep.clone(), trouble)))
+}
+
+/// A change to a feature's status that its dependencies call for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DependencyUpdate {
+    /// Mark it blocked, for this reason (`dependency F-002 failed`).
+    Block(FeatureId, String),
+    /// It was blocked by a dependency that has recovered (its guardrail raised, say): pending.
+    Unblock(FeatureId),
+}
+
+impl DependencyUpdate {
+    /// The feature it changes.
+    pub fn feature(&self) -> &FeatureId {
+        match self {
+            DependencyUpdate::Block(id, _) | DependencyUpdate::Unblock(id) => id,
+        }
+    }
+}
+
+impl fmt::Display for DependencyUpdate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DependencyUpdate::Block(id, reason) => write!(f, "{id} is blocked: {reason}"),
+            DependencyUpdate::Unblock(id) => write!(f, "{id} is no longer blocked"),
+        }
+    }
+}
+
+/// Every not-done feature with a failed or blocked dependency (transitively) is to be blocked;
+/// a feature that a dependency blocked, and whose dependencies are fine again, is to be pending.
+/// Failed, done and superseded features are left as they are, and so are blocks of other kinds.
+pub fn dependency_updates(features: &FeatureList, states: &States) -> Vec<DependencyUpdate> {
+    let mut updates = Vec::new();
+    for feature in &features.features {
+        let state = states.get(&feature.id);
+        if is_superseded(state) {
+            continue;
+        }
+        match state.map(|s| s.status) {
+            Some(Status::Done | Status::Failed) => continue,
+            Some(Status::Blocked) if !state.is_some_and(is_dependency_block) => continue,
+            _ => {}
+        }
+        let wanted = dependency_trouble(feature, features, states, &mut BTreeSet::new()).map(
+            |(dep, trouble)| match trouble {
+                Trouble::Failed => format!("{DEPENDENCY_REASON_PREFIX}{dep} failed"),
+                Trouble::Blocked => format!("{DEPENDENCY_REASON_PREFIX}{dep} is blocked"),
+            },
+        );
+        let current = state
+            .filter(|s| is_dependency_block(s))
+            .and_then(|s| s.reason.clone());
+        match (wanted, current) {
+            (Some(wanted), current) if current.as_deref() != Some(&wanted) => {
+                updates.push(DependencyUpdate::Block(feature.id.clone(), wanted))
+            }
+            (None, Some(_)) => updates.push(DependencyUpdate::Unblock(feature.id.clone())),
+            _ => {}
+        }
+    }
+    updates
+}
+
+/// Up to `limit` features ready to run, in the order of features.yaml: not done, failed, blocked
+/// or superseded; every dependency satisfied; not in `exclude`; not locked by another run.
+pub fn ready(
+    features: &FeatureList,
+    states: &States,
+    exclude: &[FeatureId],
+    is_locked: impl Fn(&FeatureId) -> bool,
+    limit: usize,
+) -> Vec<FeatureId> {
+    features
+        .features
+        .iter()
+        .filter(|feature| {
+            let state = states.get(&feature.id);
+            !is_superseded(state)
+                && !matches!(
+                    state.map(|s| s.status),
+                    Some(Status::Done | Status::Failed | Status::Blocked)
+                )
+                && !exclude.contains(&feature.id)
+                && feature
+                    .depends_on
+                    .iter()
+                    .all(|dep| satisfied(dep, features, states))
+        })
+        // The lock is checked last: it touches the file system.
+        .filter(|feature| !is_locked(&feature.id))
+        .take(limit)
+        .map(|feature| feature.id.clone())
+        .collect()
+}
+
+/// How a mission stands at the end of `./run.sh all`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissionOutcome {
+    /// 0 every feature done (or superseded by done ones); 2 only guardrail failures are left;
+    /// 3 anything else (failed, blocked, never run).
+    pub exit_code: u8,
+    /// `mission: 5/6 features done, 1 blocked`.
+    pub line: String,
+}
+
+/// The outcome of the mission: see [`MissionOutcome`]. A superseded feature counts through its
+/// successors (which are features of the list themselves), not on its own.
+pub fn mission_outcome(features: &FeatureList, states: &States) -> MissionOutcome {
+    #[derive(Default)]
+    struct Counts {
+        done: usize,
+        guardrail: usize,
+        failed: usize,
+        blocked: usize,
+        in_progress: usize,
+        pending: usize,
+        superseded: usize,
+        missing_pieces: usize,
+    }
+    let mut counts = Counts::default();
+    for feature in &features.features {
+        let state = states.get(&feature.id);
+        if let Some(state) = state.filter(|s| !s.superseded_by.is_empty()) {
+            counts.superseded += 1;
+            if state
+                .superseded_by
+                .iter()
+                .any(|id| features.get(id).is_none())
+            {
+                counts.missing_pieces += 1;
+            }
+            continue;
+        }
+        match state {
+            None => counts.pending += 1,
+            Some(state) => match state.status {
+                Status::Done => counts.done += 1,
+                Status::Failed
+                    if state
+                        .reason
+                        .as_deref()
+                        .is_some_and(|r| r.contains("max_iterations")) =>
+                {
+                    counts.guardrail += 1
+                }
+                Status::Failed => counts.failed += 1,
+                Status::Blocked => counts.blocked += 1,
+                Status::Pending if state.iteration_count == 0 => counts.pending += 1,
+                Status::Pending | Status::Running | Status::Provisional => counts.in_progress += 1,
+            },
+        }
+    }
+    let total = features.features.len() - counts.superseded;
+    let mut line = format!("mission: {}/{total} features done", counts.done);
+    for (count, words) in [
+        (counts.guardrail, "failed at max_iterations"),
+        (counts.failed, "failed"),
+        (counts.blocked, "blocked"),
+        (counts.in_progress, "unfinished"),
+        (counts.pending, "not started"),
+        (counts.superseded, "superseded"),
+        (
+            counts.missing_pieces,
+            "superseded by features missing from features.yaml",
+        ),
+    ] {
+        if count > 0 {
+            line.push_str(&format!(", {count} {words}"));
+        }
+    }
+    let others = counts.failed
+        + counts.blocked
+        + counts.in_progress
+        + counts.pending
+        + counts.missing_pieces;
+    let exit_code = if others > 0 {
+        exit_codes::FAILED
+    } else if counts.guardrail > 0 {
+        exit_codes::GUARDRAIL
+    } else {
+        exit_codes::DONE
+    };
+    MissionOutcome { exit_code, line }
+}
+
+/// Writes the [`dependency_updates`] of the mission into the run states, each under the
+/// feature's lock (a feature being run is skipped: its own run decides). Returns what changed.
+pub fn apply_dependency_updates(
+    state_dir: &StateDir,
+    config: &Config,
+    features: &FeatureList,
+    now: Timestamp,
+) -> anyhow::Result<Vec<DependencyUpdate>> {
+    let states = load_states(state_dir, features)?;
+    let mut applied = Vec::new();
+    for update in dependency_updates(features, &states) {
+        let id = update.feature();
+        let holder = locks::describe_holder(
+            std::process::id(),
+            &format!("planner next {id}"),
+            &time::format(now),
+        );
+        let _lock = match Lock::try_acquire(&state_dir.feature_lock(id), id.as_str(), &holder) {
+            Ok(lock) => lock,
+            Err(error) if error.downcast_ref::<LockHeld>().is_some() => continue,
+            Err(error) => return Err(error),
+        };
+        if locks::is_held(&state_dir.invocation_lock(id)) {
+            continue;
+        }
+        let path = state_dir.run_state(id);
+        // Re-read under the lock: the state may have changed since it was loaded.
+        let loaded = RunState::load(&path)?;
+        if loaded.as_ref() != states.get(id) {
+            continue;
+        }
+        let mut state = loaded.unwrap_or_else(|| {
+            RunState::new(
+                id.clone(),
+                config.max_iterations,
+                &config.completion_promise,
+                now,
+            )
+        });
+        match &update {
+            DependencyUpdate::Block(_, reason) => {
+                state.status = Status::Blocked;
+                state.reason = Some(reason.clone());
+            }
+            DependencyUpdate::Unblock(_) => {
+                state.status = Status::Pending;
+                state.reason = None;
+            }
+        }
+        state.updated_at = now;
+        state
+            .save(&path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        applied.push(update);
+    }
+    Ok(applied)
+}
+
+/// What `planner next` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Next {
+    /// The statuses it changed first (features blocked or unblocked by their dependencies).
+    pub updates: Vec<DependencyUpdate>,
+    /// The features ready to run, in the order of features.yaml.
+    pub ready: Vec<FeatureId>,
+}
+
+/// `planner next`: brings the dependency blocks up to date, then picks up to `limit` features
+/// ready to run (see [`ready`]), leaving out `exclude` and features being run.
+pub fn next(
+    state_dir: &StateDir,
+    exclude: &[FeatureId],
+    limit: usize,
+    now: Timestamp,
+) -> anyhow::Result<Next> {
+    state_dir.require_initialised()?;
+    let config = Config::load(&state_dir.config())?;
+    let features = FeatureList::load(&state_dir.features())?;
+    refuse_cycles(&features, &state_dir.features())?;
+    let updates = apply_dependency_updates(state_dir, &config, &features, now)?;
+    let states = load_states(state_dir, &features)?;
+    remove_notes_of_done(state_dir, &states)?;
+    let ready = ready(
+        &features,
+        &states,
+        exclude,
+        |id| is_being_run(state_dir, id),
+        limit,
+    );
+    Ok(Next { updates, ready })
+}
+
+/// Deletes the notes of the done features that have some left: a validator killed between saving
+/// its verdict and deleting them leaves them behind, and a done feature never runs again to do it.
+pub fn remove_notes_of_done(state_dir: &StateDir, states: &States) -> anyhow::Result<()> {
+    for (id, state) in states {
+        if state.status == Status::Done && !is_being_run(state_dir, id) {
+            crate::state::notes::remove(state_dir, id)
+                .with_context(|| format!("cannot remove the notes of {id}, which is done"))?;
+        }
+    }
+    Ok(())
+}
+
+/// A dependency cycle in a hand-edited features.yaml is an input error naming it: none of its
+/// features could ever become ready, and the mission would end with them "not started" and no
+/// word of why.
+fn refuse_cycles(features: &FeatureList, path: &std::path::Path) -> Result<(), InputError> {
+    use crate::roles::planner::answer::{find_cycle, format_cycle, overlay};
+    match find_cycle(&overlay(features, &[])) {
+        None => Ok(()),
+        Some(cycle) => Err(InputError::in_file(
+            path,
+            format!("dependency cycle {}", format_cycle(&cycle)),
+        )
+        .with_hint(
+            "remove one of these dependencies (depends_on) so that the features can be ordered",
+        )),
+    }
+}
+
+/// `planner outcome`: the mission's outcome from the files as they are.
+pub fn outcome(state_dir: &StateDir) -> Result<MissionOutcome, InputError> {
+    state_dir.require_initialised()?;
+    let features = FeatureList::load(&state_dir.features())?;
+    let states = load_states(state_dir, &features)?;
+    Ok(mission_outcome(&features, &states))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::testing::id;
+    use std::path::Path;
+
+    fn list(text: &str) -> FeatureList {
+        FeatureList::parse(text, Path::new("features.yaml")).unwrap()
+    }
+
+    /// F-1 ← F-2 ← F-3, and F-4 alone.
+    fn chain() -> FeatureList {
+        list("features:\n  - id: F-1\n    title: a\n  - id: F-2\n    title: b\n    depends_on: [F-1]\n  - id: F-3\n    title: c\n    depends_on: [F-2]\n  - id: F-4\n    title: d\n")
+    }
+
+    fn state(feature: &str, status: Status, reason: Option<&str>) -> (FeatureId, RunState) {
+        let mut state = RunState::new(id(feature), 10, "P", time::now());
+        state.status = status;
+        state.reason = reason.map(str::to_string);
+        if status != Status::Pending {
+            state.iteration_count = 1;
+        }
+        (id(feature), state)
+    }
+
+    fn states(entries: Vec<(FeatureId, RunState)>) -> States {
+        entries.into_iter().collect()
+    }
+
+    fn ids(list: &[FeatureId]) -> Vec<&str> {
+        list.iter().map(FeatureId::as_str).collect()
+    }
+
+    #[test]
+    fn ready_follows_the_dependencies_in_file_order() {
+        let features = chain();
+        let none = States::new();
+        assert_eq!(ids(&ready(&features, &none, &[], |_| false, 1)), ["F-1"]);
+        assert_eq!(
+            ids(&ready(&features, &none, &[], |_| false, 9)),
+            ["F-1", "F-4"]
+        );
+        assert_eq!(
+            ids(&ready(&features, &none, &[id("F-1")], |_| false, 9)),
+            ["F-4"]
+        );
+        assert_eq!(
+            ids(&ready(&features, &none, &[], |f| f.as_str() == "F-1", 9)),
+            ["F-4"]
+        );
+        let done = states(vec![state("F-1", Status::Done, None)]);
+        assert_eq!(
+            ids(&ready(&features, &done, &[], |_| false, 9)),
+            ["F-2", "F-4"]
+        );
+        // Interrupted and provisional features are resumed; failed ones are not.
+        let mixed = states(vec![
+            state("F-1", Status::Done, None),
+            state("F-2", Status::Running, None),
+            state("F-4", Status::Failed, Some("max_iterations (10) reached")),
+        ]);
+        assert_eq!(ids(&ready(&features, &mixed, &[], |_| false, 9)), ["F-2"]);
+    }
+
+    #[test]
+    fn a_superseded_dependency_is_satisfied_through_its_successors() {
+        let features = list("features:\n  - id: F-7\n    title: a\n  - id: F-7.1\n    title: b\n  - id: F-7.2\n    title: c\n    depends_on: [F-7.1]\n  - id: F-8\n    title: d\n    depends_on: [F-7]\n");
+        let mut parent = state("F-7", Status::Failed, Some("max_iterations (10) reached"));
+        parent.1.superseded_by = vec![id("F-7.1"), id("F-7.2")];
+        let mut all = states(vec![parent, state("F-7.1", Status::Done, None)]);
+        assert!(!satisfied(&id("F-7"), &features, &all));
+        assert_eq!(ids(&ready(&features, &all, &[], |_| false, 9)), ["F-7.2"]);
+        // A superseded feature is not failed: F-8 is not blocked by it.
+        assert!(dependency_updates(&features, &all).is_empty());
+        all.insert(id("F-7.2"), state("F-7.2", Status::Done, None).1);
+        assert!(satisfied(&id("F-7"), &features, &all));
+        assert_eq!(ids(&ready(&features, &all, &[], |_| false, 9)), ["F-8"]);
+        // A successor that failed blocks the dependents of the superseded feature.
+        all.insert(id("F-7.2"), state("F-7.2", Status::Failed, Some("x")).1);
+        assert_eq!(
+            dependency_updates(&features, &all),
+            [DependencyUpdate::Block(
+                id("F-8"),
+                "dependency F-7 failed".into()
+            )]
+        );
+    }
+
+    #[test]
+    fn failures_block_their_dependents_transitively_and_recoveries_unblock() {
+        let features = chain();
+        let failed = states(vec![state(
+            "F-1",
+            Status::Failed,
+            Some("max_iterations (10) reached"),
+        )]);
+        assert_eq!(
+            dependency_updates(&features, &failed),
+            [
+                DependencyUpdate::Block(id("F-2"), "dependency F-1 failed".into()),
+                DependencyUpdate::Block(id("F-3"), "dependency F-2 is blocked".into()),
+            ]
+        );
+        // Once marked, nothing more to do; a block for another reason also blocks dependents.
+        let marked = states(vec![
+            state("F-1", Status::Failed, Some("x")),
+            state("F-2", Status::Blocked, Some("dependency F-1 failed")),
+            state("F-3", Status::Blocked, Some("dependency F-2 is blocked")),
+        ]);
+        assert!(dependency_updates(&features, &marked).is_empty());
+        // F-1 is resumable again (its guardrail was raised): its dependents are unblocked.
+        let mut recovered = marked.clone();
+        recovered.insert(id("F-1"), state("F-1", Status::Pending, None).1);
+        assert_eq!(
+            dependency_updates(&features, &recovered),
+            [
+                DependencyUpdate::Unblock(id("F-2")),
+                DependencyUpdate::Unblock(id("F-3")),
+            ]
+        );
+        let conflict = states(vec![state("F-2", Status::Blocked, Some("merge conflict"))]);
+        assert_eq!(
+            dependency_updates(&features, &conflict),
+            [DependencyUpdate::Block(
+                id("F-3"),
+                "dependency F-2 is blocked".into()
+            )]
+        );
+    }
+
+    #[test]
+    fn a_dependency_cycle_neither_loops_nor_panics() {
+        let features = list("features:\n  - id: A\n    title: a\n    depends_on: [B]\n  - id: B\n    title: b\n    depends_on: [A]\n");
+        assert!(ready(&features, &States::new(), &[], |_| false, 9).is_empty());
+        assert!(dependency_updates(&features, &States::new()).is_empty());
+    }
+
+    #[test]
+    fn the_mission_outcome_has_the_documented_codes() {
+        let features = chain();
+        let all_done = states(
+            ["F-1", "F-2", "F-3", "F-4"]
+                .iter()
+                .map(|f| state(f, Status::Done, None))
+                .collect(),
+        );
+        let outcome = mission_outcome(&features, &all_done);
+        assert_eq!(outcome.exit_code, 0);
+        assert_eq!(outcome.line, "mission: 4/4 features done");
+
+        let mut guardrail = all_done.clone();
+        guardrail.insert(
+            id("F-4"),
+            state(
+                "F-4",
+                Status::Failed,
+                Some("max_iterations (10) reached without completion"),
+            )
+            .1,
+        );
+        let outcome = mission_outcome(&features, &guardrail);
+        assert_eq!(outcome.exit_code, 2);
+        assert_eq!(
+            outcome.line,
+            "mission: 3/4 features done, 1 failed at max_iterations"
+        );
+
+        let mut blocked = guardrail.clone();
+        blocked.insert(
+            id("F-3"),
+            state("F-3", Status::Blocked, Some("dependency F-2 failed")).1,
+        );
+        let outcome = mission_outcome(&features, &blocked);
+        assert_eq!(outcome.exit_code, 3);
+        assert_eq!(
+            outcome.line,
+            "mission: 2/4 features done, 1 failed at max_iterations, 1 blocked"
+        );
+
+        let mut never_run = all_done.clone();
+        never_run.remove(&id("F-4"));
+        let outcome = mission_outcome(&features, &never_run);
+        assert_eq!(outcome.exit_code, 3);
+        assert_eq!(outcome.line, "mission: 3/4 features done, 1 not started");
+    }
+
+    #[test]
+    fn a_superseded_feature_counts_through_its_pieces() {
+        let features = list("features:\n  - id: F-7\n    title: a\n  - id: F-7.1\n    title: b\n");
+        let mut parent = state("F-7", Status::Failed, Some("validator said no"));
+        parent.1.superseded_by = vec![id("F-7.1")];
+        let all = states(vec![parent.clone(), state("F-7.1", Status::Done, None)]);
+        let outcome = mission_outcome(&features, &all);
+        assert_eq!(
+            (outcome.exit_code, outcome.line.as_str()),
+            (0, "mission: 1/1 features done, 1 superseded")
+        );
+        let mut gone = parent;
+        gone.1.superseded_by = vec![id("F-7.9")];
+        let outcome = mission_outcome(
+            &features,
+            &states(vec![gone, state("F-7.1", Status::Done, None)]),
+        );
+        assert_eq!(outcome.exit_code, 3, "{}", outcome.line);
+    }
+
+    #[test]
+    fn marking_writes_states_and_skips_locked_features() {
+        let dir = tempfile::tempdir().unwrap();
+        let state_dir = StateDir::new(dir.path());
+        let config = Config::parse("agent:\n  command: [x]\n", Path::new("config.yaml")).unwrap();
+        let features = chain();
+        let (_, failed) = state("F-1", Status::Failed, Some("x"));
+        failed.save(&state_dir.run_state(&id("F-1"))).unwrap();
+        let held = Lock::try_acquire(&state_dir.feature_lock(&id("F-3")), "F-3", "test").unwrap();
+        let applied =
+            apply_dependency_updates(&state_dir, &config, &features, time::now()).unwrap();
+        assert_eq!(
+            applied,
+            [DependencyUpdate::Block(
+                id("F-2"),
+                "dependency F-1 failed".into()
+            )]
+        );
+        let written = RunState::load(&state_dir.run_state(&id("F-2")))
+            .unwrap()
+            .unwrap();
+        assert_eq!(written.status, Status::Blocked);
+        assert_eq!(written.iteration_count, 0);
+        assert!(!state_dir.run_state(&id("F-3")).exists());
+        drop(held);
+        let applied =
+            apply_dependency_updates(&state_dir, &config, &features, time::now()).unwrap();
+        assert_eq!(
+            applied,
+            [DependencyUpdate::Block(
+                id("F-3"),
+                "dependency F-2 is blocked".into()
+            )]
+        );
+    }
+}

@@ -1,0 +1,596 @@
+//! Items: the entries of the log that say the same thing, grouped. An item has a stable id (that
+//! of its earliest entry), counters, and its evidence (every entry it stands for).
+//!
+//! Entries of one kind (lessons: TRICK and LESSON; decisions; things to avoid: AVOID and FAIL)
+//! are grouped when the [similarity](super::similarity) of their words reaches the threshold,
+//! transitively (two entries each like a third are one item), so the grouping does not depend on
+//! the order of the entries. Decisions are grouped only when their words are the same: a decision
+//! worded differently on the same subject is a newer decision, which supersedes the older one.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use crate::base::time::Timestamp;
+use crate::spec::features::FeatureId;
+use crate::spec::role::Role;
+use crate::state::memory::Tag;
+
+use super::join::{self, Vocabulary};
+use super::log::Line;
+use super::similarity::{similarity, words};
+use super::{Background, Cancelled};
+
+/// The section an item belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// TRICK and LESSON: what works.
+    Lesson,
+    /// DECISION: what was decided.
+    Decision,
+    /// AVOID and FAIL: what does not work.
+    Avoid,
+}
+
+impl Kind {
+    /// The kind of an entry's tag; outcome lines (`-`) are not memory items.
+    pub fn of(tag: Tag) -> Option<Kind> {
+        match tag {
+            Tag::Trick | Tag::Lesson => Some(Kind::Lesson),
+            Tag::Decision => Some(Kind::Decision),
+            Tag::Avoid | Tag::Fail => Some(Kind::Avoid),
+            Tag::Outcome => None,
+        }
+    }
+}
+
+/// One raw entry an item stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evidence {
+    /// The entry's id (a hash of its raw line).
+    pub id: String,
+    /// When it was appended.
+    pub time: Timestamp,
+    /// Who wrote it.
+    pub role: Role,
+    /// Its feature.
+    pub feature: Option<FeatureId>,
+    /// Its tag.
+    pub tag: Tag,
+    /// Its text.
+    pub text: String,
+}
+
+impl Evidence {
+    /// Who reported it: a role on a feature. The worker on F-001 and the worker on F-004 are two
+    /// workers; the iterations on one feature are one worker (each reads its predecessor's
+    /// notes, so a repeat there is not an independent report).
+    pub fn worker(&self) -> String {
+        worker(self.role, self.feature.as_ref())
+    }
+}
+
+/// The worker `role` on `feature` (see [`Evidence::worker`]).
+fn worker(role: Role, feature: Option<&FeatureId>) -> String {
+    match (role, feature) {
+        (Role::Worker, Some(feature)) => feature.to_string(),
+        (role, Some(feature)) => format!("{role} {feature}"),
+        (role, None) => role.to_string(),
+    }
+}
+
+/// A group of entries that say the same thing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    /// Stable id: the id of its earliest entry.
+    pub id: String,
+    /// Its section.
+    pub kind: Kind,
+    /// The most frequent tag of its entries.
+    pub tag: Tag,
+    /// What it says: the most frequent wording (for a decision, the latest).
+    pub text: String,
+    /// The normalised words of `text`.
+    pub words: Vec<String>,
+    /// Every entry it stands for, oldest first.
+    pub evidence: Vec<Evidence>,
+    /// Times seen: distinct invocations that reported it (a role on a feature at one time).
+    pub seen: usize,
+    /// Distinct workers that reported it (see [`Evidence::worker`]), sorted.
+    pub workers: Vec<String>,
+    /// Distinct features it was reported on, sorted.
+    pub features: Vec<String>,
+    /// The role that reported it most (its identity file, should it graduate).
+    pub role: Role,
+    /// Its earliest entry's time.
+    pub first_seen: Timestamp,
+    /// Its latest entry's time.
+    pub last_seen: Timestamp,
+    /// For a decision, the id of the newer decision on the same subject that replaces it.
+    pub superseded_by: Option<String>,
+}
+
+impl Item {
+    /// The ids of every entry of the item: a marker naming any of them names this item, even
+    /// after the item absorbed the one the marker was written for.
+    pub fn entry_ids(&self) -> impl Iterator<Item = &str> {
+        self.evidence.iter().map(|e| e.id.as_str())
+    }
+
+    /// Whether a marker naming any id of `ids` names this item.
+    pub fn named_by(&self, ids: &BTreeSet<String>) -> bool {
+        self.entry_ids().any(|id| ids.contains(id))
+    }
+}
+
+/// Entries of one kind with the same normalised words: one node of the grouping.
+type NodeKey = (Kind, Vec<String>);
+/// A node and its entries.
+type Node = (NodeKey, Vec<Evidence>);
+
+/// Groups the entries of `lines` into items, sorted by id. `threshold`: the similarity at which
+/// two entries say the same thing; `supersede`: the similarity at which a newer decision is on
+/// the same subject as an older one. `cancel` is asked all along; when it says so, the grouping
+/// stops with [`Cancelled`].
+pub fn group(
+    lines: &[&Line],
+    threshold: f64,
+    supersede: f64,
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<Item>, Cancelled> {
+    let mut nodes = Background::new(nodes(lines, cancel)?);
+    // Each node's group, by one node of it. Entries of two kinds are never alike, and
+    // decisions only when their words are the same (one node already): a join for each other
+    // kind.
+    let mut group_of: Vec<usize> = (0..nodes.len()).collect();
+    for kind in [Kind::Lesson, Kind::Avoid] {
+        let members: Vec<usize> = (0..nodes.len())
+            .filter(|&node| nodes[node].0 .0 == kind)
+            .collect();
+        let ids = numbered(members.iter().map(|&node| &nodes[node].0 .1), cancel)?;
+        for (member, representative) in join::groups(&ids, threshold, cancel)?
+            .into_iter()
+            .enumerate()
+        {
+            group_of[members[member]] = members[representative];
+        }
+    }
+    let mut groups: BTreeMap<usize, (Kind, Vec<Evidence>)> = BTreeMap::new();
+    for (index, ((kind, _), evidence)) in nodes.iter_mut().enumerate() {
+        groups
+            .entry(group_of[index])
+            .or_insert_with(|| (*kind, Vec::new()))
+            .1
+            .append(evidence);
+    }
+    drop(nodes);
+    let mut groups = Background::new(groups.into_values().collect::<Vec<_>>());
+    let mut items = Background::new(Vec::with_capacity(groups.len()));
+    for (kind, evidence) in groups.iter_mut() {
+        if cancel() {
+            return Err(Cancelled);
+        }
+        items.push(item(*kind, std::mem::take(evidence)));
+    }
+    items.sort_by(|a, b| a.id.cmp(&b.id));
+    mark_superseded(&mut items, supersede, cancel)?;
+    Ok(items.into_inner())
+}
+
+/// Word sets as numbers of their [`Vocabulary`], for the join.
+fn numbered<'w>(
+    sets: impl Iterator<Item = &'w Vec<String>> + Clone,
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<Vec<u32>>, Cancelled> {
+    let vocabulary = Vocabulary::new(sets.clone().map(Vec::as_slice));
+    let mut numbered = Vec::new();
+    for set in sets {
+        if cancel() {
+            return Err(Cancelled);
+        }
+        numbered.push(vocabulary.ids(set));
+    }
+    Ok(numbered)
+}
+
+/// The entries of `lines` by kind and words: the nodes of the grouping, in the order of their
+/// keys, each with its entries.
+fn nodes(lines: &[&Line], cancel: &dyn Fn() -> bool) -> Result<Vec<Node>, Cancelled> {
+    let mut nodes: Background<HashMap<NodeKey, Vec<Evidence>>> = Background::new(HashMap::new());
+    for line in lines {
+        if cancel() {
+            return Err(Cancelled);
+        }
+        let Ok(entry) = &line.entry else { continue };
+        let Some(kind) = Kind::of(entry.tag) else {
+            continue;
+        };
+        nodes
+            .entry((kind, words(&entry.text)))
+            .or_default()
+            .push(Evidence {
+                id: line.id(),
+                time: entry.time,
+                role: entry.role,
+                feature: entry.feature.clone(),
+                tag: entry.tag,
+                text: entry.text.clone(),
+            });
+    }
+    let mut nodes: Vec<Node> = nodes.into_inner().into_iter().collect();
+    nodes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(nodes)
+}
+
+/// An item from its kind and entries.
+fn item(kind: Kind, mut evidence: Vec<Evidence>) -> Item {
+    evidence.sort_by(|a, b| (a.time, &a.id).cmp(&(b.time, &b.id)));
+    let first = &evidence[0];
+    let last = &evidence[evidence.len() - 1];
+    let text = if kind == Kind::Decision {
+        last.text.clone()
+    } else {
+        // The wording said most often; among equals, the earliest.
+        let mut counts: BTreeMap<&str, (usize, Timestamp)> = BTreeMap::new();
+        for e in &evidence {
+            let slot = counts.entry(&e.text).or_insert((0, e.time));
+            slot.0 += 1;
+        }
+        counts
+            .into_iter()
+            .max_by(|(a_text, (a_n, a_t)), (b_text, (b_n, b_t))| {
+                a_n.cmp(b_n).then(b_t.cmp(a_t)).then(b_text.cmp(a_text))
+            })
+            .map(|(text, _)| text.to_string())
+            .unwrap_or_default()
+    };
+    let tag = most_frequent(evidence.iter().map(|e| e.tag), |tag| tag as usize);
+    let role = most_frequent(evidence.iter().map(|e| e.role), |role| {
+        Role::ALL.iter().position(|r| *r == role).unwrap_or(0)
+    });
+    let invocations: BTreeSet<(&str, Option<&str>, Timestamp)> = evidence
+        .iter()
+        .map(|e| {
+            (
+                e.role.as_str(),
+                e.feature.as_ref().map(FeatureId::as_str),
+                e.time,
+            )
+        })
+        .collect();
+    // A name is made for each distinct reporter, not for each of the (maybe many) entries.
+    let reporters: HashSet<(Role, Option<&FeatureId>)> = evidence
+        .iter()
+        .map(|e| (e.role, e.feature.as_ref()))
+        .collect();
+    let workers: BTreeSet<String> = reporters
+        .into_iter()
+        .map(|(role, feature)| worker(role, feature))
+        .collect();
+    let features: BTreeSet<&str> = evidence
+        .iter()
+        .filter_map(|e| e.feature.as_ref().map(FeatureId::as_str))
+        .collect();
+    Item {
+        id: first.id.clone(),
+        kind,
+        tag,
+        words: words(&text),
+        text,
+        seen: invocations.len(),
+        workers: workers.into_iter().collect(),
+        features: features.into_iter().map(str::to_string).collect(),
+        role,
+        first_seen: first.time,
+        last_seen: last.time,
+        superseded_by: None,
+        evidence,
+    }
+}
+
+/// The value seen most often; among equals, the one with the lowest `rank`.
+fn most_frequent<T: Copy + PartialEq>(
+    values: impl Iterator<Item = T>,
+    rank: impl Fn(T) -> usize,
+) -> T {
+    let mut counts: Vec<(T, usize)> = Vec::new();
+    for value in values {
+        match counts.iter_mut().find(|(v, _)| *v == value) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((value, 1)),
+        }
+    }
+    counts
+        .into_iter()
+        .max_by(|(a, a_n), (b, b_n)| a_n.cmp(b_n).then(rank(*b).cmp(&rank(*a))))
+        .map(|(value, _)| value)
+        .expect("an item has at least one entry")
+}
+
+/// Marks each decision that a later decision on the same subject replaces: its successor is the
+/// most similar of those later ones (then the latest).
+fn mark_superseded(
+    items: &mut [Item],
+    supersede: f64,
+    cancel: &dyn Fn() -> bool,
+) -> Result<(), Cancelled> {
+    let decisions: Vec<usize> = (0..items.len())
+        .filter(|&i| items[i].kind == Kind::Decision)
+        .collect();
+    let mut successors = Successors::new(items, &decisions);
+    if supersede > 0.0 {
+        let ids = numbered(decisions.iter().map(|&i| &items[i].words), cancel)?;
+        join::candidate_pairs(&ids, supersede, cancel, |a, b, pair| {
+            successors.offer(a, b, || pair.reaches());
+        })?;
+    } else {
+        // At a threshold of 0 or below, decisions that share no word are on the same subject
+        // too: every pair is, and no filter applies.
+        for a in 0..decisions.len() {
+            if cancel() {
+                return Err(Cancelled);
+            }
+            for b in a + 1..decisions.len() {
+                let score = similarity(&items[decisions[a]].words, &items[decisions[b]].words);
+                successors.offer(a, b, || (score >= supersede).then_some(score));
+            }
+        }
+    }
+    let chosen: Vec<Option<String>> = successors.chosen();
+    for (decision, successor) in decisions.into_iter().zip(chosen) {
+        items[decision].superseded_by = successor;
+    }
+    Ok(())
+}
+
+/// The successor of each decision so far (by number among the decisions): the most similar
+/// later one, then the latest, then the one with the smallest id, with its similarity.
+struct Successors<'a> {
+    items: &'a [Item],
+    decisions: &'a [usize],
+    /// By decision: a large group of decisions makes many pairs, each of which reads these.
+    last_seen: Vec<Timestamp>,
+    best: Vec<Option<(f64, usize)>>,
+}
+
+impl<'a> Successors<'a> {
+    /// No successor yet for any of `decisions` (indices in `items`).
+    fn new(items: &'a [Item], decisions: &'a [usize]) -> Self {
+        Self {
+            items,
+            decisions,
+            last_seen: decisions.iter().map(|&i| items[i].last_seen).collect(),
+            best: vec![None; decisions.len()],
+        }
+    }
+
+    /// Takes decisions `a` and `b` into account: the later may succeed the earlier if `score`
+    /// (asked only if one is later) gives their similarity.
+    fn offer(&mut self, a: usize, b: usize, score: impl FnOnce() -> Option<f64>) {
+        let (older, newer) = match self.last_seen[a].cmp(&self.last_seen[b]) {
+            std::cmp::Ordering::Less => (a, b),
+            std::cmp::Ordering::Greater => (b, a),
+            std::cmp::Ordering::Equal => return,
+        };
+        let Some(score) = score() else {
+            return;
+        };
+        let better = self.best[older].is_none_or(|(best, current)| {
+            score
+                .total_cmp(&best)
+                .then(self.last_seen[newer].cmp(&self.last_seen[current]))
+                .then_with(|| self.id(current).cmp(self.id(newer)))
+                .is_gt()
+        });
+        if better {
+            self.best[older] = Some((score, newer));
+        }
+    }
+
+    /// The id of decision `decision`.
+    fn id(&self, decision: usize) -> &'a str {
+        &self.items[self.decisions[decision]].id
+    }
+
+    /// Each decision's successor, by id.
+    fn chosen(&self) -> Vec<Option<String>> {
+        self.best
+            .iter()
+            .map(|best| best.map(|(_, newer)| self.id(newer).to_string()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::super::log;
+    use super::*;
+
+    /// The grouping as it was before the join was filtered: every node compared with every later
+    /// node that shares a word with it, and every decision with every later one. The reference
+    /// that [`group`] must match item for item.
+    fn naive_group(lines: &[&Line], threshold: f64, supersede: f64) -> Vec<Item> {
+        let nodes = nodes(lines, &|| false).unwrap();
+        let mut sets = join::DisjointSets::new(nodes.len());
+        let mut by_word: BTreeMap<(Kind, &str), Vec<usize>> = BTreeMap::new();
+        for (index, ((kind, node_words), _)) in nodes.iter().enumerate() {
+            if *kind == Kind::Decision {
+                continue;
+            }
+            for word in node_words {
+                by_word.entry((*kind, word)).or_default().push(index);
+            }
+        }
+        for (index, ((kind, node_words), _)) in nodes.iter().enumerate() {
+            let candidates: BTreeSet<usize> = node_words
+                .iter()
+                .filter_map(|word| by_word.get(&(*kind, word.as_str())))
+                .flatten()
+                .copied()
+                .filter(|&other| other > index)
+                .collect();
+            for other in candidates {
+                if similarity(node_words, &nodes[other].0 .1) >= threshold {
+                    sets.join(index, other);
+                }
+            }
+        }
+        let mut groups: BTreeMap<usize, (Kind, Vec<Evidence>)> = BTreeMap::new();
+        for (index, ((kind, _), evidence)) in nodes.into_iter().enumerate() {
+            groups
+                .entry(sets.root(index))
+                .or_insert_with(|| (kind, Vec::new()))
+                .1
+                .extend(evidence);
+        }
+        let mut items: Vec<Item> = groups
+            .into_values()
+            .map(|(kind, evidence)| item(kind, evidence))
+            .collect();
+        items.sort_by(|a, b| a.id.cmp(&b.id));
+        let decisions: Vec<usize> = (0..items.len())
+            .filter(|&i| items[i].kind == Kind::Decision)
+            .collect();
+        for &older in &decisions {
+            let successor = decisions
+                .iter()
+                .filter(|&&newer| items[newer].last_seen > items[older].last_seen)
+                .map(|&newer| (similarity(&items[older].words, &items[newer].words), newer))
+                .filter(|(score, _)| *score >= supersede)
+                .max_by(|(a_score, a), (b_score, b)| {
+                    a_score
+                        .total_cmp(b_score)
+                        .then(items[*a].last_seen.cmp(&items[*b].last_seen))
+                        .then(items[*b].id.cmp(&items[*a].id))
+                })
+                .map(|(_, newer)| items[newer].id.clone());
+            items[older].superseded_by = successor;
+        }
+        items
+    }
+
+    /// A raw.md line over a small vocabulary (so that entries overlap a lot, and some have no
+    /// content word at all), at one of a few times (so that times tie).
+    fn generated_line() -> impl Strategy<Value = String> {
+        const WORDS: [&str; 14] = [
+            "cargo", "test", "cargo", "test", "build", "schema", "lexer", "token", "shard",
+            "queue", "the", "of", "42", "caching",
+        ];
+        (
+            0u32..40,
+            0usize..3,
+            prop::sample::select(vec!["TRICK", "LESSON", "DECISION", "AVOID", "FAIL", "-"]),
+            prop::collection::vec(prop::sample::select(WORDS.to_vec()), 0..9),
+        )
+            .prop_map(|(minute, feature, tag, words)| {
+                format!(
+                    "[2026-04-24T10:{minute:02}:00Z] worker F-{feature} {tag}: {}",
+                    words.join(" ")
+                )
+            })
+    }
+
+    /// Thresholds: any value, the usual ones, the bounds, and the invalid ones past them.
+    fn threshold() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            0.0..=1.0f64,
+            prop::sample::select(vec![
+                0.6,
+                0.4,
+                0.5,
+                1.0 / 3.0,
+                2.0 / 3.0,
+                0.75,
+                1.0,
+                0.0,
+                -0.5,
+                1.5,
+                f64::NAN
+            ]),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn the_filtered_join_groups_as_comparing_every_pair(
+            raw in prop::collection::vec(generated_line(), 0..80),
+            threshold in threshold(),
+            supersede in threshold(),
+        ) {
+            let lines = lines(&raw.join("\n"));
+            let lines: Vec<&Line> = lines.iter().collect();
+            let fast = group(&lines, threshold, supersede, &|| false).unwrap();
+            prop_assert_eq!(fast, naive_group(&lines, threshold, supersede));
+        }
+    }
+
+    #[test]
+    fn a_cancelled_grouping_stops() {
+        let lines = lines("[2026-04-24T10:00:00Z] worker F-1 LESSON: alpha beta gamma\n");
+        let lines: Vec<&Line> = lines.iter().collect();
+        assert_eq!(group(&lines, 0.6, 0.4, &|| true), Err(Cancelled));
+    }
+
+    fn lines(text: &str) -> Vec<Line> {
+        log::read(text.as_bytes(), &[]).raw
+    }
+
+    fn grouped(text: &str) -> Vec<Item> {
+        let lines = lines(text);
+        group(&lines.iter().collect::<Vec<_>>(), 0.6, 0.4, &|| false).unwrap()
+    }
+
+    #[test]
+    fn paraphrases_from_two_workers_are_one_item_with_counters() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 TRICK: psql -f drizzle/*.sql applies migrations in filename order\n\
+             [2026-04-24T11:00:00Z] worker F-004 TRICK: migrations are applied in filename order by psql -f drizzle/*.sql\n\
+             [2026-04-24T11:00:00Z] worker F-004 TRICK: migrations are applied in filename order by psql -f drizzle/*.sql\n\
+             [2026-04-24T12:00:00Z] worker F-004 LESSON: cargo fmt before every commit\n\
+             [2026-04-24T12:00:00Z] validator F-004 -: F-004 verified\n",
+        );
+        assert_eq!(items.len(), 2);
+        let trick = items.iter().find(|i| i.tag == Tag::Trick).unwrap();
+        assert_eq!(trick.evidence.len(), 3);
+        assert_eq!(trick.seen, 2);
+        assert_eq!(trick.workers, ["F-001", "F-004"]);
+        assert_eq!(trick.id, trick.evidence[0].id);
+        assert!(
+            trick.text.starts_with("migrations are applied"),
+            "most said"
+        );
+        assert_eq!(trick.first_seen.to_rfc3339(), "2026-04-24T10:00:00+00:00");
+    }
+
+    #[test]
+    fn a_newer_decision_on_the_same_subject_supersedes() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: SQLite for the test database\n\
+             [2026-04-24T11:00:00Z] worker F-002 DECISION: pytest for the test suite\n\
+             [2026-04-25T10:00:00Z] worker F-003 DECISION: Postgres for the test database, not SQLite\n",
+        );
+        let by_text = |start: &str| items.iter().find(|i| i.text.starts_with(start)).unwrap();
+        let newer = by_text("Postgres");
+        assert_eq!(
+            by_text("SQLite").superseded_by.as_deref(),
+            Some(newer.id.as_str())
+        );
+        assert_eq!(by_text("pytest").superseded_by, None);
+        assert_eq!(newer.superseded_by, None);
+    }
+
+    #[test]
+    fn grouping_does_not_depend_on_the_order_of_lines() {
+        let text = "[2026-04-24T10:00:00Z] worker F-1 LESSON: alpha beta gamma\n\
+                    [2026-04-24T10:00:01Z] worker F-2 LESSON: beta gamma delta\n\
+                    [2026-04-24T10:00:02Z] worker F-3 LESSON: gamma delta epsilon\n\
+                    [2026-04-24T10:00:03Z] worker F-4 LESSON: zeta eta theta\n";
+        let forward = grouped(text);
+        let reversed: String = text.lines().rev().map(|l| format!("{l}\n")).collect();
+        assert_eq!(grouped(&reversed), forward);
+        // alpha~beta~gamma chain: 1 and 2 are alike, 2 and 3 are alike: one item.
+        assert_eq!(forward.len(), 2);
+    }
+}

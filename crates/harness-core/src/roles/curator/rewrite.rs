@@ -1,0 +1,441 @@
+//! `curator --agent`: the curator role's agent is shown the items and the files, and proposes a
+//! rewrite of summary.md. Only its wordings can be taken: the deterministic checks ([`check`])
+//! make sure the rewrite keeps every item the pass put in summary.md (one bullet each, in its
+//! section, with its marker), keeps every line of the user's, and stays within the bounds once
+//! the curator adds the evidence back. A rejected rewrite changes nothing, and the pass writes
+//! its own result; an accepted one is remembered in curator.json, so later passes keep the
+//! agent's wording of an item until the item says something else.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::agent::{self, End};
+use crate::base::error::InputError;
+use crate::base::time::{self, Timestamp};
+use crate::roles::invoke::{self, RoleInvocation};
+use crate::roles::prompt::{Prompt, RuntimeContext};
+use crate::roles::worker::{describe_end, outcome_of};
+use crate::spec::config::Config;
+use crate::spec::features::FeatureId;
+use crate::spec::layout::RunId;
+use crate::spec::role::Role;
+use crate::state::memory::{self, RawEntry, Tag};
+
+use super::document::{marker_ids, size, SUMMARY_SECTIONS};
+use super::{AgentVerdict, Params, Pass, Request, Snapshot, SummaryPlan, SUMMARY_TEXT_CHARS};
+
+/// What the agent's run gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposal {
+    /// The accepted wordings (item id → text); empty when rejected.
+    pub wordings: BTreeMap<String, String>,
+    /// Accepted or rejected, and why.
+    pub verdict: AgentVerdict,
+    /// The agent's memory entries and the curator's outcome line, for raw.md.
+    pub entries: Vec<RawEntry>,
+    /// The interrupt that stopped the run, if one did.
+    pub interrupted: Option<i32>,
+}
+
+/// Runs the curator's agent on the pass `draft` and checks its answer.
+pub fn propose(request: &Request, snapshot: &Snapshot, draft: &Pass) -> anyhow::Result<Proposal> {
+    let state = &request.state;
+    state.require_initialised()?;
+    let config = Config::load(&state.config())?;
+    let agent_config = config.agent_for(Role::Curator);
+    let program = agent::resolve_program(
+        &agent_config.command[0],
+        &request.workdir,
+        request.path_var.as_deref(),
+        &state.config(),
+    )?;
+    let role_path = request.home.role_prompt(Role::Curator);
+    let role_prompt = memory::read_layer(&role_path)
+        .with_context(|| format!("cannot read {}", role_path.display()))?
+        .ok_or_else(|| {
+            InputError::in_file(&role_path, "the curator's role prompt is missing or empty")
+                .with_hint("set HARNESS_HOME to the harness install (the directory with run.sh)")
+        })?;
+    let identity = memory::read_memory_layer(&request.home.identity(Role::Curator))
+        .context("cannot read the curator's identity file")?;
+    let started_at = time::now();
+    let mission = FeatureId::parse(crate::roles::planner::MISSION).expect("a valid id");
+    let run_id = request.run_id.clone().unwrap_or_else(|| {
+        RunId::generate(started_at.timestamp(), Role::Curator, &mission, |id| {
+            state.curations_dir().join(id).exists()
+        })
+    });
+    let runtime = RuntimeContext {
+        feature_id: "-".into(),
+        workdir: request.workdir.clone(),
+        state_dir: state.root().to_path_buf(),
+        run_id: run_id.clone(),
+    };
+    let plan = &draft.summary_plan;
+    let prompt = Prompt::new(&runtime, &role_prompt)
+        .identity(Role::Curator, identity.as_deref())
+        .untrusted(&items_section(draft, plan))
+        .untrusted(&format!(
+            "## summary.md as it is now\n\n{}",
+            indent(
+                snapshot
+                    .summary
+                    .as_deref()
+                    .unwrap_or("(there is no summary.md yet)")
+            )
+        ))
+        .untrusted(&format!(
+            "## The curator's draft of the new summary.md\n\n{}",
+            indent(&plan.render(&BTreeMap::new()))
+        ))
+        .harness_words(&instructions(&request.params))
+        .render();
+    let run_dir = state.curation_run_dir(&run_id);
+    invoke::save_prompt(&run_dir, &prompt)?;
+    eprintln!("curator: the agent rewrites summary.md (run {run_id})");
+    let run = invoke::run(&RoleInvocation {
+        role: Role::Curator,
+        workdir: &request.workdir,
+        state,
+        runtime: &runtime,
+        run_dir: &run_dir,
+        // One invocation: the status line reads `- curator 1/1`.
+        iteration: 1,
+        max_iterations: 1,
+        promise: &config.completion_promise,
+        markers: &[],
+        agent: agent_config,
+        program: &program,
+        prompt: &prompt,
+        echo: request.echo,
+        budget: Default::default(),
+    })?;
+    let ended_at = time::now();
+    let run_dir_text = Some(run_dir.display().to_string());
+    let (wordings, verdict, interrupted) = match run.end {
+        End::Interrupted(signal) => (
+            BTreeMap::new(),
+            AgentVerdict {
+                accepted: false,
+                reason: format!("interrupted by {}", crate::base::signals::name(signal)),
+                run_dir: run_dir_text,
+            },
+            Some(signal),
+        ),
+        End::Exited(0) => {
+            let answer = invoke::answer_text(&run, &run_dir, agent_config.output_format)?;
+            let checked = last_block(&answer)
+                .ok_or_else(|| "the answer holds no fenced markdown block".to_string())
+                .and_then(|block| check(plan, &block, &request.params));
+            match checked {
+                Ok(wordings) => {
+                    let reason = format!(
+                        "{} of {} summary bullets reworded",
+                        wordings.len(),
+                        plan.bullets.iter().map(Vec::len).sum::<usize>()
+                    );
+                    let verdict = AgentVerdict {
+                        accepted: true,
+                        reason,
+                        run_dir: run_dir_text,
+                    };
+                    (wordings, verdict, None)
+                }
+                Err(reason) => (
+                    BTreeMap::new(),
+                    AgentVerdict {
+                        accepted: false,
+                        reason,
+                        run_dir: run_dir_text,
+                    },
+                    None,
+                ),
+            }
+        }
+        end => (
+            BTreeMap::new(),
+            AgentVerdict {
+                accepted: false,
+                reason: format!(
+                    "the curator's agent did not finish: {}",
+                    describe_end(end, outcome_of(end, false), agent_config)
+                ),
+                run_dir: run_dir_text,
+            },
+            None,
+        ),
+    };
+    let outcome = if verdict.accepted {
+        format!("agent rewrite of summary.md kept: {}", verdict.reason)
+    } else {
+        format!("agent rewrite of summary.md rejected: {}", verdict.reason)
+    };
+    let entries = run
+        .output
+        .entries
+        .iter()
+        .map(|(tag, text)| (*tag, text.clone()))
+        .chain(std::iter::once((Tag::Outcome, memory::one_line(&outcome))))
+        .map(|(tag, text)| RawEntry {
+            time: ended_at,
+            role: Role::Curator,
+            feature: None,
+            tag,
+            text,
+        })
+        .collect();
+    invoke::write_result(
+        &run_dir,
+        &ResultRecord {
+            run_id: run_id.as_str(),
+            role: Role::Curator,
+            started_at,
+            ended_at,
+            duration_ms: run.duration.as_millis(),
+            accepted: verdict.accepted,
+            reason: &verdict.reason,
+            wordings: &wordings,
+        },
+    )?;
+    Ok(Proposal {
+        wordings,
+        verdict,
+        entries,
+        interrupted,
+    })
+}
+
+/// The result.json of a curator agent run.
+#[derive(Debug, Serialize)]
+struct ResultRecord<'a> {
+    run_id: &'a str,
+    role: Role,
+    started_at: Timestamp,
+    ended_at: Timestamp,
+    duration_ms: u128,
+    accepted: bool,
+    reason: &'a str,
+    wordings: &'a BTreeMap<String, String>,
+}
+
+/// Text indented four spaces: shown in the prompt as a block that is not a fence, so that an
+/// agent that echoes its prompt never answers with the draft by accident.
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            if line.is_empty() {
+                String::new()
+            } else {
+                format!("    {line}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The `## Items` section: each item the draft puts in summary.md, with its counters, then how
+/// many others there are.
+fn items_section(draft: &Pass, plan: &SummaryPlan) -> String {
+    let shown: BTreeSet<&str> = plan
+        .bullets
+        .iter()
+        .flatten()
+        .map(|s| s.id.as_str())
+        .collect();
+    let mut text = String::from(
+        "## Items\n\nThe memory items summary.md shows, each the entries of raw.md that say the same \
+         thing (id, tag, times seen, workers, text):\n\n",
+    );
+    for item in draft
+        .report
+        .items
+        .iter()
+        .filter(|i| shown.contains(i.id.as_str()))
+    {
+        text.push_str(&format!(
+            "- c:{} {} seen {}× by {}: {}\n",
+            item.id,
+            item.tag,
+            item.seen,
+            item.workers.join(", "),
+            item.text
+        ));
+    }
+    let others = draft.report.items.len() - shown.len();
+    text.push_str(&format!(
+        "\n{others} other items are in MEMORY.md or archive/ and are not yours to place.\n"
+    ));
+    text
+}
+
+/// How to answer (the harness's own words).
+fn instructions(params: &Params) -> String {
+    format!(
+        "## Your answer\n\n\
+         Rewrite the draft of summary.md so that every role reads it quickly and right: reword a \
+         bullet to be shorter and clearer, keeping its meaning. Keep every bullet of the draft, \
+         one per item, in its section, ending with its marker comment `<!-- c:ID -->` as in the \
+         draft (the part after the id may be left out). Do not write the evidence in parentheses \
+         at the end of a bullet: the curator adds it back. Do not add or remove bullets. Keep \
+         every line without a marker exactly as it is: those lines are the user's. Once the \
+         evidence is added back, the file must stay within {lines} lines and about {tokens} \
+         tokens (one token per four characters).\n\n\
+         Answer with ONE fenced code block: a line of three backticks followed by the word \
+         markdown, then the whole new summary.md, then a line of three backticks. Only the last \
+         such block of your answer is read; the draft is kept if your answer does not pass the \
+         checks.",
+        lines = params.summary_max_lines,
+        tokens = params.summary_max_tokens
+    )
+}
+
+/// The last fenced block of `answer` whose info string is `markdown`, `md` or empty.
+pub fn last_block(answer: &str) -> Option<String> {
+    let mut found = None;
+    let mut open: Option<Vec<&str>> = None;
+    for line in answer.lines() {
+        let trimmed = line.trim();
+        match &mut open {
+            None => {
+                if let Some(info) = trimmed.strip_prefix("```") {
+                    if matches!(info.trim(), "" | "markdown" | "md") {
+                        open = Some(Vec::new());
+                    }
+                }
+            }
+            Some(lines) => {
+                if trimmed == "```" {
+                    found = Some(lines.join("\n"));
+                    open = None;
+                } else {
+                    lines.push(line);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Checks a proposed summary.md against the draft `plan`: every item of the draft once, in its
+/// section, with a usable wording; every line of the user's kept; nothing else added; within the
+/// bounds. The wordings that differ from the draft's, or why the proposal is rejected.
+pub fn check(
+    plan: &SummaryPlan,
+    proposal: &str,
+    params: &Params,
+) -> Result<BTreeMap<String, String>, String> {
+    let section_of: BTreeMap<&str, (usize, &super::Shown)> = plan
+        .bullets
+        .iter()
+        .enumerate()
+        .flat_map(|(section, shown)| shown.iter().map(move |s| (s.id.as_str(), (section, s))))
+        .collect();
+    let user_lines: BTreeSet<&str> = plan
+        .doc
+        .user_lines()
+        .filter(|line| !line.trim().is_empty())
+        .collect();
+    let mut current: Option<usize> = None;
+    let mut wordings = BTreeMap::new();
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    let mut kept: BTreeSet<&str> = BTreeSet::new();
+    for line in proposal.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if line.starts_with("## ") {
+            let title = line.trim_start_matches("## ").trim();
+            current = SUMMARY_SECTIONS.iter().position(|s| *s == title);
+            if current.is_none() && !user_lines.contains(line) {
+                return Err(format!("unknown section {line:?}"));
+            }
+            kept.insert(line);
+            continue;
+        }
+        let ids = marker_ids(line);
+        if ids.is_empty() {
+            if !user_lines.contains(line) && !plan.doc.preamble.iter().any(|l| l == line) {
+                return Err(format!(
+                    "{line:?} is neither a line of the user's nor a bullet with an item's marker"
+                ));
+            }
+            kept.insert(line);
+            continue;
+        }
+        if ids.len() > 1 {
+            return Err(format!("{line:?} names more than one item"));
+        }
+        let id = ids[0].as_str();
+        let Some((section, shown)) = section_of.get(id) else {
+            return Err(format!(
+                "{line:?} names c:{id}, which is not an item of the draft"
+            ));
+        };
+        if current != Some(*section) {
+            return Err(format!(
+                "c:{id} belongs under ## {}",
+                SUMMARY_SECTIONS[*section]
+            ));
+        }
+        if !seen.insert(shown.id.as_str()) {
+            return Err(format!("c:{id} appears twice"));
+        }
+        let text = wording(line, &shown.evidence)
+            .ok_or_else(|| format!("{line:?} is not a bullet (`- text <!-- c:ID -->`)"))?;
+        if text.is_empty() || text.chars().count() > SUMMARY_TEXT_CHARS {
+            return Err(format!(
+                "the wording of c:{id} must have 1 to {SUMMARY_TEXT_CHARS} characters"
+            ));
+        }
+        if text.contains("<!--") || text.contains("-->") {
+            return Err(format!("the wording of c:{id} holds a comment"));
+        }
+        if text != shown.text {
+            wordings.insert(shown.id.clone(), text);
+        }
+    }
+    if let Some(missing) = section_of
+        .values()
+        .find(|(_, s)| !seen.contains(s.id.as_str()))
+    {
+        return Err(format!(
+            "c:{} ({:?}) is missing from the rewrite",
+            missing.1.id, missing.1.text
+        ));
+    }
+    if let Some(lost) = plan
+        .doc
+        .sections
+        .iter()
+        .flat_map(|s| s.user.iter())
+        .find(|line| !line.trim().is_empty() && !kept.contains(line.as_str()))
+    {
+        return Err(format!(
+            "the user's line {lost:?} is missing from the rewrite"
+        ));
+    }
+    let rendered = size(&plan.render(&wordings));
+    if rendered.lines > params.summary_max_lines || rendered.tokens > params.summary_max_tokens {
+        return Err(format!(
+            "with the evidence it takes {} lines and about {} tokens, over the bound of {} lines \
+             and {} tokens",
+            rendered.lines, rendered.tokens, params.summary_max_lines, params.summary_max_tokens
+        ));
+    }
+    Ok(wordings)
+}
+
+/// The text of a bullet line: after `- `, before the marker, without the evidence if the agent
+/// kept it.
+fn wording(line: &str, evidence: &str) -> Option<String> {
+    let body = line.trim().strip_prefix("- ")?;
+    let body = &body[..body.find("<!--").unwrap_or(body.len())];
+    let body = body.trim();
+    let body = body
+        .strip_suffix(&format!("({evidence})"))
+        .map(str::trim_end)
+        .unwrap_or(body);
+    Some(body.to_string())
+}

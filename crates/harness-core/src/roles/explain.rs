@@ -1,0 +1,105 @@
+//! `./run.sh explain F-001 [--role worker]`: the exact prompt the next invocation of a role would
+//! get, with the estimated tokens of each layer, built from the state as it is — without running
+//! anything, writing anything or taking a lock (so it works while a run goes on).
+
+use crate::base::time;
+use crate::roles::prompt::{estimate_tokens, Prompt, WorkerPrompt};
+use crate::roles::session::{self, FeatureRequest};
+use crate::roles::validator::validator_prompt;
+use crate::spec::layout::RunId;
+use crate::spec::role::Role;
+use crate::state::run_state::RunState;
+use crate::InputError;
+
+/// The next prompt of a role, and what it is made of.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Explanation {
+    /// The prompt, byte for byte (but for the run id, which is made when it runs).
+    pub prompt: String,
+    /// Each layer's name and estimated tokens, top to bottom.
+    pub layers: Vec<(String, usize)>,
+    /// The whole prompt's estimated tokens.
+    pub total_tokens: usize,
+}
+
+/// The prompt `role` would get next on the requested feature.
+pub fn explain(request: &FeatureRequest, role: Role) -> anyhow::Result<Explanation> {
+    let (inputs, role_prompt) =
+        session::read_inputs(&mut session::InputMemo::default(), request, role)?;
+    let feature = &inputs.feature;
+    let state = RunState::load(&request.state.run_state(&feature.id))?.unwrap_or_else(|| {
+        RunState::new(
+            feature.id.clone(),
+            inputs.config.max_iterations,
+            &inputs.config.completion_promise,
+            time::now(),
+        )
+    });
+    let layers = session::read_layers(&request.home, &request.state, &feature.id, role)?;
+    let run_id = RunId::generate(time::now().timestamp(), role, &feature.id, |candidate| {
+        request
+            .state
+            .feature_runs(&feature.id)
+            .join(candidate)
+            .exists()
+    });
+    let runtime = crate::roles::prompt::RuntimeContext {
+        feature_id: feature.id.to_string(),
+        workdir: request.workdir.clone(),
+        state_dir: request.state.root().to_path_buf(),
+        run_id,
+    };
+    let prompt: Prompt = match role {
+        Role::Worker => WorkerPrompt {
+            runtime: &runtime,
+            role: &role_prompt,
+            identity: layers.identity.as_deref(),
+            feature,
+            iteration: state.iteration_count + 1,
+            max_iterations: state.max_iterations,
+            promise: &state.completion_promise,
+            notes: layers.notes.as_deref(),
+            summary: layers.summary.as_deref(),
+        }
+        .build(),
+        Role::Validator => validator_prompt(
+            &runtime,
+            &role_prompt,
+            &layers,
+            feature,
+            state.iteration_count,
+            state.max_iterations,
+        ),
+        other => {
+            return Err(InputError::new(format!(
+                "explain shows the prompts of the worker and the validator, not of the {other}"
+            ))
+            .into())
+        }
+    };
+    let text = prompt.render();
+    Ok(Explanation {
+        total_tokens: estimate_tokens(&text),
+        layers: prompt.layer_sizes(),
+        prompt: text,
+    })
+}
+
+impl Explanation {
+    /// The table of layers for the terminal.
+    pub fn table(&self) -> String {
+        let width = self
+            .layers
+            .iter()
+            .map(|(name, _)| name.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(5);
+        let mut text = format!("{:<width$}  tokens (estimated: characters / 4)\n", "layer");
+        for (name, tokens) in &self.layers {
+            text.push_str(&format!("{name:<width$}  {tokens:>6}\n"));
+        }
+        text.push_str(&format!("{:<width$}  {:>6}\n", "total", self.total_tokens));
+        text
+    }
+}

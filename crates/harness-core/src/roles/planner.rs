@@ -1,0 +1,798 @@
+//! The planner: turns `mission.md` into features in features.yaml (`plan`), and re-breaks a
+//! failed feature into smaller ones (`replan`). Its agent answers with a fenced yaml block; the
+//! plan is checked ([`answer`]), merged without clobbering done features or hand edits
+//! ([`merge`]), and written by editing the file's text in place ([`edit`]). A rejected plan
+//! writes nothing to features.yaml.
+
+pub mod answer;
+pub mod edit;
+pub mod merge;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::agent::{self, AgentRun, End};
+use crate::base::atomic::write_atomic;
+use crate::base::error::InputError;
+use crate::base::exit_codes;
+use crate::base::locks::{self, Lock};
+use crate::base::time::{self, Timestamp};
+use crate::mission::schedule::{self, States};
+use crate::roles::invoke::{self, RoleInvocation};
+use crate::roles::prompt::{feature_spec, Prompt, RuntimeContext};
+use crate::roles::session::{self, AgentCall, FeatureRequest};
+use crate::roles::worker::{describe_end, outcome_of};
+use crate::spec::config::Config;
+use crate::spec::features::{Feature, FeatureId, FeatureList};
+use crate::spec::layout::{HarnessHome, RunId, StateDir};
+use crate::spec::role::Role;
+use crate::state::budget::Remaining;
+use crate::state::memory::{self, RawEntry, Tag};
+use crate::state::run_state::{Outcome, RunState, Status};
+
+use answer::{Rejection, Scope};
+use edit::Layout;
+use merge::{Decision, Merge, Placement, PlanRecord, Progress};
+
+/// The name standing for the whole mission where a feature id goes (run ids, run directories).
+pub const MISSION: &str = "mission";
+
+/// A `planner plan` invocation.
+#[derive(Debug, Clone)]
+pub struct PlanRequest {
+    /// The project directory (the agent's working directory).
+    pub workdir: PathBuf,
+    /// The `.harness/` directory.
+    pub state: StateDir,
+    /// The harness install (roles, identity).
+    pub home: HarnessHome,
+    /// The run id given by run.sh; generated when absent.
+    pub run_id: Option<RunId>,
+    /// Copy the agent's output to stdout.
+    pub echo: bool,
+    /// `PATH`, to find the agent.
+    pub path_var: Option<OsString>,
+}
+
+/// What a planner invocation ended with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanReport {
+    /// The exit code: 0 merged, 1 rejected, 130 interrupted.
+    pub exit_code: u8,
+    /// One line for the user (also the outcome line in raw.md).
+    pub message: String,
+    /// What happened to each planned feature, one line each (for stdout).
+    pub details: Vec<String>,
+}
+
+/// Plans the mission: runs the planner's agent on mission.md and merges its plan into
+/// features.yaml. Holds the plan lock throughout (exit 75 if another planner runs).
+pub fn run_plan(request: &PlanRequest) -> anyhow::Result<PlanReport> {
+    let state_dir = &request.state;
+    state_dir.require_initialised()?;
+    let config = Config::load(&state_dir.config())?;
+    let mission = memory::read_memory_layer(&state_dir.mission())
+        .with_context(|| format!("cannot read {}", state_dir.mission().display()))?
+        .ok_or_else(|| {
+            InputError::in_file(&state_dir.mission(), "the mission is empty")
+                .with_hint("say in mission.md what the project should become, then plan again")
+        })?;
+    let (features_text, features) = read_features(state_dir)?;
+    // A file the planner could not edit fails now, before an agent is paid to plan.
+    Layout::locate(&features_text, &state_dir.features())?;
+    let agent_config = config.agent_for(Role::Planner);
+    let program = agent::resolve_program(
+        &agent_config.command[0],
+        &request.workdir,
+        request.path_var.as_deref(),
+        &state_dir.config(),
+    )?;
+    let role_prompt = read_role_prompt(&request.home)?;
+    let started_at = time::now();
+    let _lock = plan_lock(state_dir, "planner plan", started_at)?;
+
+    let mission_id = FeatureId::parse(MISSION).expect("a valid id");
+    let run_id = request.run_id.clone().unwrap_or_else(|| {
+        RunId::generate(started_at.timestamp(), Role::Planner, &mission_id, |id| {
+            state_dir.plans_dir().join(id).exists()
+        })
+    });
+    let runtime = RuntimeContext {
+        feature_id: "-".into(),
+        workdir: request.workdir.clone(),
+        state_dir: state_dir.root().to_path_buf(),
+        run_id: run_id.clone(),
+    };
+    let states = schedule::load_states(state_dir, &features)?;
+    let is_locked = |id: &FeatureId| schedule::is_being_run(state_dir, id);
+    let layers = Layers::read(&request.home, state_dir)?;
+    let prompt = Prompt::new(&runtime, &role_prompt)
+        .identity(Role::Planner, layers.identity.as_deref())
+        .untrusted(&format!("## Mission\n\n{}", mission.trim()))
+        .untrusted(&current_features(&features, &states, is_locked))
+        .harness_words(&answer_instructions(None))
+        .memory(layers.summary.as_deref())
+        .render();
+
+    let run_dir = state_dir.plan_run_dir(&run_id);
+    invoke::save_prompt(&run_dir, &prompt)?;
+    eprintln!("planner: planning the mission (run {run_id})");
+    let run = invoke::run(
+        &Invocation {
+            request_workdir: &request.workdir,
+            state: state_dir,
+            runtime: &runtime,
+            run_dir: &run_dir,
+            iteration: 0,
+            config: &config,
+            program: &program,
+            prompt: &prompt,
+            echo: request.echo,
+        }
+        .role_invocation(),
+    )?;
+    let concluded = conclude(state_dir, &run, &run_dir, &config, Target::Mission)?;
+    let ended_at = time::now();
+    memory::append_raw(
+        state_dir,
+        &raw_entries(&run, ended_at, None, &concluded.report.message),
+    )
+    .context("cannot append to raw.md")?;
+    write_result(
+        &run_dir, &run_id, None, started_at, ended_at, &run, &concluded,
+    )?;
+    Ok(concluded.report)
+}
+
+/// Re-breaks a failed (or blocked) feature into smaller ones, `<FEATURE>.1`, `<FEATURE>.2`…,
+/// inserted right after it in features.yaml; the feature is then superseded by them. Its notes
+/// stay. Holds the feature's locks and the plan lock.
+pub fn run_replan(request: &FeatureRequest) -> anyhow::Result<PlanReport> {
+    let state_dir = &request.state;
+    let mut session = session::open(request, Role::Planner)?;
+    let feature = session.inputs.feature.clone();
+    let id = &feature.id;
+    check_replannable(session.loaded.as_ref(), id)?;
+    let (features_text, features) = read_features(state_dir)?;
+    Layout::locate(&features_text, &state_dir.features())?;
+    let _lock = plan_lock(
+        state_dir,
+        &format!("planner replan {id}"),
+        session.started_at,
+    )?;
+
+    let config = session.inputs.config.clone();
+    let run_id = session.run_id(request, None);
+    let runtime = session.runtime(request, &run_id);
+    let layers = session.layers(request)?;
+    let states = schedule::load_states(state_dir, &features)?;
+    let is_locked = |other: &FeatureId| other != id && schedule::is_being_run(state_dir, other);
+    let mission = memory::read_memory_layer(&state_dir.mission())
+        .with_context(|| format!("cannot read {}", state_dir.mission().display()))?;
+    let mut prompt = Prompt::new(&runtime, &session.role_prompt)
+        .identity(Role::Planner, layers.identity.as_deref());
+    if let Some(mission) = &mission {
+        prompt = prompt.untrusted(&format!("## Mission\n\n{}", mission.trim()));
+    }
+    let prompt = prompt
+        .untrusted(&current_features(&features, &states, is_locked))
+        .untrusted(&failed_feature(&feature, &session.state))
+        .notes(layers.notes.as_deref())
+        .harness_words(&answer_instructions(Some(&feature)))
+        .memory(layers.summary.as_deref())
+        .render();
+
+    let run_dir = state_dir.run_dir(id, &run_id);
+    let started_at = session.started_at;
+    let call = AgentCall {
+        run_id: &run_id,
+        runtime: &runtime,
+        run_dir: &run_dir,
+        prompt: &prompt,
+        markers: &[],
+        budget: Remaining::default(),
+    };
+    session.begin(&call)?;
+    eprintln!("planner: re-breaking {id} (run {run_id})");
+    let run = session.run_agent(request, call)?;
+    let concluded = match conclude(state_dir, &run, &run_dir, &config, Target::Feature(id)) {
+        Ok(concluded) => concluded,
+        Err(error) => {
+            // features.yaml changed under the run so that the plan cannot be merged.
+            if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {
+                attempt.record_end(
+                    &run,
+                    Outcome::Rejected,
+                    time::now(),
+                    config.agent_for(Role::Planner).prices.as_ref(),
+                );
+            }
+            session.save()?;
+            return Err(error);
+        }
+    };
+    let ended_at = time::now();
+    if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {
+        attempt.record_end(
+            &run,
+            concluded.outcome,
+            ended_at,
+            config.agent_for(Role::Planner).prices.as_ref(),
+        );
+    }
+    session.state.updated_at = ended_at;
+    if let Some(merge) = &concluded.merge {
+        session.state.superseded_by = merge.decisions.iter().map(|(id, _)| id.clone()).collect();
+    }
+    session.save()?;
+    memory::append_raw(
+        state_dir,
+        &raw_entries(&run, ended_at, Some(id), &concluded.report.message),
+    )
+    .context("cannot append to raw.md")?;
+    write_result(
+        &run_dir,
+        &run_id,
+        Some(id),
+        started_at,
+        ended_at,
+        &run,
+        &concluded,
+    )?;
+    Ok(concluded.report)
+}
+
+/// Only a failed or blocked feature that was not re-broken already is re-broken.
+fn check_replannable(state: Option<&RunState>, id: &FeatureId) -> Result<(), InputError> {
+    let hint = "only a failed or blocked feature is re-broken; see `./run.sh status`";
+    let Some(state) = state else {
+        return Err(InputError::new(format!("{id} has never run")).with_hint(hint));
+    };
+    if !state.superseded_by.is_empty() {
+        let pieces: Vec<&str> = state.superseded_by.iter().map(FeatureId::as_str).collect();
+        return Err(InputError::new(format!(
+            "{id} was already re-broken into {}",
+            pieces.join(", ")
+        ))
+        .with_hint("re-break one of those instead, if it failed"));
+    }
+    match state.status {
+        Status::Failed | Status::Blocked => Ok(()),
+        other => Err(InputError::new(format!("{id} is {}", other.as_str())).with_hint(hint)),
+    }
+}
+
+/// features.yaml's text and its features; a missing file is an empty list (the plan creates it).
+fn read_features(state_dir: &StateDir) -> Result<(String, FeatureList), InputError> {
+    let path = state_dir.features();
+    if !path.exists() {
+        return Ok((String::new(), FeatureList::default()));
+    }
+    let text = crate::spec::config::read_input(&path)?;
+    let list = FeatureList::parse(&text, &path)?;
+    Ok((text, list))
+}
+
+/// `roles/planner.md`.
+fn read_role_prompt(home: &HarnessHome) -> anyhow::Result<String> {
+    let path = home.role_prompt(Role::Planner);
+    let text = memory::read_layer(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .ok_or_else(|| {
+            InputError::in_file(&path, "the planner's role prompt is missing or empty")
+                .with_hint("set HARNESS_HOME to the harness install (the directory with run.sh)")
+        })?;
+    Ok(text)
+}
+
+/// The plan lock: one planner edits features.yaml at a time (exit 75 otherwise).
+fn plan_lock(state_dir: &StateDir, program: &str, now: Timestamp) -> anyhow::Result<Lock> {
+    let holder = locks::describe_holder(std::process::id(), program, &time::format(now));
+    Lock::try_acquire(&state_dir.plan_lock(), "the planner", &holder)
+}
+
+/// The identity and the summary, for the prompt.
+struct Layers {
+    identity: Option<String>,
+    summary: Option<String>,
+}
+
+impl Layers {
+    fn read(home: &HarnessHome, state_dir: &StateDir) -> anyhow::Result<Self> {
+        Ok(Self {
+            identity: memory::read_memory_layer(&home.identity(Role::Planner))
+                .context("cannot read the planner's identity file")?,
+            summary: memory::read_memory_layer(&state_dir.summary())
+                .context("cannot read summary.md")?,
+        })
+    }
+}
+
+/// The `## Current features` section: each feature as features.yaml holds it, with its status
+/// in a comment. Indented as a code block rather than fenced, so that a prompt echoed back can
+/// never be taken for a plan.
+pub fn current_features(
+    features: &FeatureList,
+    states: &States,
+    is_locked: impl Fn(&FeatureId) -> bool,
+) -> String {
+    let mut text = String::from("## Current features (.harness/features.yaml)\n\n");
+    if features.features.is_empty() {
+        text.push_str("There are none yet: this is the first plan of the mission.\n");
+        return text;
+    }
+    text.push_str(
+        "Each with its status. Done, started and hand-edited features are kept as they are \
+         whatever you answer; features you leave out are kept too.\n\n    features:\n",
+    );
+    for feature in &features.features {
+        let progress = Progress::of(states.get(&feature.id), is_locked(&feature.id));
+        let status = match &progress {
+            Progress::NotStarted => "not started".to_string(),
+            Progress::Done => "done".to_string(),
+            Progress::Superseded(by) => format!(
+                "superseded by {}",
+                by.iter()
+                    .map(FeatureId::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Progress::Started(status) => status.as_str().to_string(),
+        };
+        let item = edit::render_item(feature, 2, "\n");
+        let mut lines = item.lines();
+        if let Some(first) = lines.next() {
+            text.push_str(&format!("    {first}  # status: {status}\n"));
+        }
+        for line in lines {
+            text.push_str(if line.is_empty() { "" } else { "    " });
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    text
+}
+
+/// The section on the feature being re-broken: its spec, how it ended, and why.
+fn failed_feature(feature: &Feature, state: &RunState) -> String {
+    format!(
+        "## The feature to re-break\n\n{}\nStatus: {} after {} of {} iterations{}.",
+        feature_spec(feature),
+        state.status.as_str(),
+        state.iteration_count,
+        state.max_iterations,
+        state
+            .reason
+            .as_deref()
+            .map(|r| format!(" ({})", r.trim()))
+            .unwrap_or_default()
+    )
+}
+
+/// How to answer (the harness's own words): one fenced yaml block in the schema of
+/// features.yaml; for a re-breakdown, the naming and dependency rules of the pieces.
+fn answer_instructions(parent: Option<&Feature>) -> String {
+    let task = match parent {
+        None => "## Your answer\n\n\
+                 Break the mission into features: each small enough for one agent to finish in \
+                 a few hours, each with acceptance criteria that can be checked by running \
+                 something. Keep the id of a current feature when you mean the same feature; give \
+                 new features new ids that continue the numbering. List the features that need no \
+                 change or leave them out, as you like."
+            .to_string(),
+        Some(parent) => {
+            let id = &parent.id;
+            let deps = if parent.depends_on.is_empty() {
+                "on each other only".to_string()
+            } else {
+                format!(
+                    "on each other or on {}'s own dependencies ({})",
+                    id,
+                    parent
+                        .depends_on
+                        .iter()
+                        .map(FeatureId::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            format!(
+                "## Your answer\n\n\
+                 Feature {id} could not be finished as it stands. Break it into smaller features \
+                 that together deliver it, in the order they should be built, learning from the \
+                 notes above what went wrong. Name them {id}.1, {id}.2, and so on; they may \
+                 depend {deps}. List only these new features. Work already in the workspace \
+                 stays: a piece may build on it."
+            )
+        }
+    };
+    format!(
+        "{task}\n\n\
+         Answer with ONE fenced code block: a line of three backticks followed by the word yaml, \
+         then a `features:` list in the schema of features.yaml, then a line of three backticks. \
+         Only the last such block of your answer is read. Each feature has an `id` (letters, \
+         digits, '-', '_' and '.'), a non-empty `title`, a `description` in prose, `acceptance` \
+         (at least one criterion) and `depends_on` (ids of features that must be done first; no \
+         cycles). For example (without the indentation):\n\n\
+         \x20   features:\n\
+         \x20     - id: F-001\n\
+         \x20       title: Sign-up form\n\
+         \x20       description: A form that creates an account from an email and a password.\n\
+         \x20       acceptance:\n\
+         \x20         - A new user can sign up with an email and a password.\n\
+         \x20       depends_on: []\n\n\
+         To leave a lesson for later, print a line that starts with `TRICK:`, `LESSON:`, \
+         `DECISION:`, `AVOID:` or `FAIL:` followed by one sentence."
+    )
+}
+
+/// What running a planner's agent needs.
+struct Invocation<'a> {
+    request_workdir: &'a Path,
+    state: &'a StateDir,
+    runtime: &'a RuntimeContext,
+    run_dir: &'a Path,
+    iteration: u32,
+    config: &'a Config,
+    program: &'a Path,
+    prompt: &'a str,
+    echo: bool,
+}
+
+impl<'a> Invocation<'a> {
+    /// The planner's agent run, as every role describes it.
+    fn role_invocation(&self) -> RoleInvocation<'a> {
+        RoleInvocation {
+            role: Role::Planner,
+            workdir: self.request_workdir,
+            state: self.state,
+            runtime: self.runtime,
+            run_dir: self.run_dir,
+            iteration: self.iteration,
+            max_iterations: self.config.max_iterations,
+            promise: &self.config.completion_promise,
+            markers: &[],
+            agent: self.config.agent_for(Role::Planner),
+            program: self.program,
+            prompt: self.prompt,
+            echo: self.echo,
+            budget: Remaining::default(),
+        }
+    }
+}
+
+/// What the plan is for.
+#[derive(Debug, Clone, Copy)]
+enum Target<'a> {
+    /// The whole mission (`plan`).
+    Mission,
+    /// The re-breakdown of this feature (`replan`).
+    Feature(&'a FeatureId),
+}
+
+/// How an invocation ended: the attempt's outcome, the merge if the plan was taken, the report.
+struct Concluded {
+    outcome: Outcome,
+    merge: Option<Merge>,
+    rejection: Option<String>,
+    report: PlanReport,
+}
+
+/// Reads the plan from the agent's answer, checks it against features.yaml as it is now (the
+/// user may have edited it during the run), merges it and writes features.yaml and plan.json.
+fn conclude(
+    state_dir: &StateDir,
+    run: &AgentRun,
+    run_dir: &Path,
+    config: &Config,
+    target: Target,
+) -> anyhow::Result<Concluded> {
+    let agent_config = config.agent_for(Role::Planner);
+    if let End::Interrupted(_) = run.end {
+        return Ok(Concluded {
+            outcome: Outcome::Interrupted,
+            merge: None,
+            rejection: None,
+            report: PlanReport {
+                exit_code: exit_codes::INTERRUPTED,
+                message: format!(
+                    "{}: {}; nothing was changed",
+                    match target {
+                        Target::Mission => "planning".to_string(),
+                        Target::Feature(id) => format!("re-breaking {id}"),
+                    },
+                    describe_end(run.end, Outcome::Interrupted, agent_config)
+                ),
+                details: Vec::new(),
+            },
+        });
+    }
+    let rejected = |outcome, rejection: Rejection| Concluded {
+        outcome,
+        merge: None,
+        rejection: Some(rejection.0.clone()),
+        report: PlanReport {
+            exit_code: exit_codes::USAGE,
+            message: rejection.to_string(),
+            details: vec![format!(
+                "features.yaml was not changed; the agent's answer is in {}",
+                run_dir.join("output.log").display()
+            )],
+        },
+    };
+    if run.end != End::Exited(0) {
+        let outcome = outcome_of(run.end, false);
+        let how = describe_end(run.end, outcome, agent_config);
+        return Ok(rejected(
+            outcome,
+            Rejection(format!("the planner's agent did not finish: {how}")),
+        ));
+    }
+    let answer = invoke::answer_text(run, run_dir, agent_config.output_format)?;
+    let features_path = state_dir.features();
+    let (text, current) = read_features(state_dir)?;
+    let record_path = state_dir.plan_record();
+    let record = PlanRecord::load(&record_path)?;
+    let states = schedule::load_states(state_dir, &current)?;
+    let (scope, placement) = match target {
+        Target::Mission => (Scope::Mission, Placement::End),
+        Target::Feature(id) => (
+            Scope::Rebreak {
+                parent: current.require(id, &features_path)?,
+            },
+            Placement::After(id),
+        ),
+    };
+    let planned = match answer::read_plan(&answer, &current, scope) {
+        Ok(planned) => planned,
+        Err(rejection) => return Ok(rejected(Outcome::Rejected, rejection)),
+    };
+    let progress =
+        |id: &FeatureId| Progress::of(states.get(id), schedule::is_being_run(state_dir, id));
+    let merged = merge::merge(
+        &text,
+        &current,
+        &features_path,
+        &planned,
+        &record,
+        progress,
+        placement,
+    )?;
+    if let Some(cycle) = merged.cycle() {
+        return Ok(rejected(
+            Outcome::Rejected,
+            Rejection(format!(
+                "dependency cycle {} (with the features that are kept)",
+                answer::format_cycle(&cycle)
+            )),
+        ));
+    }
+    if merged.changes_file() {
+        write_atomic(&features_path, merged.text.as_bytes())
+            .with_context(|| format!("cannot write {}", features_path.display()))?;
+    }
+    if merged.record != record {
+        merged
+            .record
+            .save(&record_path)
+            .with_context(|| format!("cannot write {}", record_path.display()))?;
+    }
+    let message = match target {
+        Target::Mission => format!("planned {}", merged.counts()),
+        Target::Feature(id) => format!(
+            "re-broke {id} into {}",
+            merged
+                .decisions
+                .iter()
+                .map(|(id, _)| id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Ok(Concluded {
+        outcome: Outcome::Completed,
+        rejection: None,
+        report: PlanReport {
+            exit_code: exit_codes::DONE,
+            message,
+            details: merged.report_lines(),
+        },
+        merge: Some(merged),
+    })
+}
+
+/// The raw.md lines of a planner invocation: its agent's memory entries and its outcome line.
+fn raw_entries(
+    run: &AgentRun,
+    time: Timestamp,
+    feature: Option<&FeatureId>,
+    outcome: &str,
+) -> Vec<RawEntry> {
+    run.output
+        .entries
+        .iter()
+        .map(|(tag, text)| (*tag, text.clone()))
+        .chain(std::iter::once((Tag::Outcome, memory::one_line(outcome))))
+        .map(|(tag, text)| RawEntry {
+            time,
+            role: Role::Planner,
+            feature: feature.cloned(),
+            tag,
+            text,
+        })
+        .collect()
+}
+
+/// The result.json of a planner invocation.
+#[derive(Debug, Serialize)]
+struct ResultRecord<'a> {
+    run_id: &'a str,
+    role: Role,
+    feature_id: Option<&'a str>,
+    started_at: Timestamp,
+    ended_at: Timestamp,
+    duration_ms: u128,
+    outcome: Outcome,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    accepted: bool,
+    rejection: Option<&'a str>,
+    features: Vec<DecisionRecord<'a>>,
+    turns: Option<u64>,
+    tokens: Option<u64>,
+    cost_usd: Option<f64>,
+    output_bytes: u64,
+    memory_entries: usize,
+    log_error: Option<&'a str>,
+}
+
+/// What happened to one planned feature, in result.json.
+#[derive(Debug, Serialize)]
+struct DecisionRecord<'a> {
+    id: &'a str,
+    decision: &'static str,
+    reason: Option<String>,
+}
+
+fn write_result(
+    run_dir: &Path,
+    run_id: &RunId,
+    feature: Option<&FeatureId>,
+    started_at: Timestamp,
+    ended_at: Timestamp,
+    run: &AgentRun,
+    concluded: &Concluded,
+) -> anyhow::Result<()> {
+    let features = concluded
+        .merge
+        .iter()
+        .flat_map(|merge| &merge.decisions)
+        .map(|(id, decision)| {
+            let (decision, reason) = match decision {
+                Decision::Add => ("added", None),
+                Decision::Replace => ("updated", None),
+                Decision::Unchanged => ("unchanged", None),
+                Decision::Keep(reason) => ("kept", Some(reason.to_string())),
+            };
+            DecisionRecord {
+                id: id.as_str(),
+                decision,
+                reason,
+            }
+        })
+        .collect();
+    let (exit_code, signal) = match run.end {
+        End::Exited(code) => (Some(code), None),
+        End::Signaled(signal) => (None, Some(signal)),
+        _ => (None, None),
+    };
+    invoke::write_result(
+        run_dir,
+        &ResultRecord {
+            run_id: run_id.as_str(),
+            role: Role::Planner,
+            feature_id: feature.map(FeatureId::as_str),
+            started_at,
+            ended_at,
+            duration_ms: run.duration.as_millis(),
+            outcome: concluded.outcome,
+            exit_code,
+            signal,
+            accepted: concluded.merge.is_some(),
+            rejection: concluded.rejection.as_deref(),
+            features,
+            turns: run.output.usage.turns,
+            tokens: run.output.usage.total_tokens(),
+            cost_usd: run.output.usage.cost_usd,
+            output_bytes: run.output.bytes,
+            memory_entries: run.output.entries.len(),
+            log_error: run.log_error.as_deref(),
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::testing::id;
+
+    #[test]
+    fn the_current_features_show_their_status_and_hold_no_fence() {
+        let features = FeatureList::parse(
+            "features:\n  - id: F-1\n    title: One\n    acceptance: [a]\n  - id: F-2\n    title: Two\n    description: |\n      two\n      lines\n",
+            Path::new("features.yaml"),
+        )
+        .unwrap();
+        let mut states = States::new();
+        let mut done = RunState::new(id("F-1"), 10, "P", time::now());
+        done.status = Status::Done;
+        states.insert(id("F-1"), done);
+        let text = current_features(&features, &states, |_| false);
+        assert!(
+            text.contains("    features:\n      - id: F-1  # status: done\n        title: One\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("      - id: F-2  # status: not started\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("        description: |\n          two\n          lines\n"),
+            "{text}"
+        );
+        assert!(!text.contains("```"));
+        assert!(
+            current_features(&FeatureList::default(), &states, |_| false).contains("first plan")
+        );
+    }
+
+    #[test]
+    fn instructions_explain_the_block_without_writing_one() {
+        for parent in [
+            None,
+            Some(&Feature {
+                id: id("F-7"),
+                title: "Big".into(),
+                description: String::new(),
+                acceptance: vec![],
+                depends_on: vec![id("F-2")],
+            }),
+        ] {
+            let text = answer_instructions(parent);
+            assert!(answer::yaml_blocks(&text).is_empty());
+            assert!(text.contains("followed by the word yaml"));
+            if parent.is_some() {
+                assert!(text.contains("Name them F-7.1, F-7.2"), "{text}");
+                assert!(text.contains("F-7's own dependencies (F-2)"), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn only_failed_or_blocked_features_are_re_broken() {
+        let now = time::now();
+        let mut state = RunState::new(id("F-7"), 10, "P", now);
+        assert!(check_replannable(None, &id("F-7"))
+            .unwrap_err()
+            .message
+            .contains("never run"));
+        assert!(check_replannable(Some(&state), &id("F-7"))
+            .unwrap_err()
+            .message
+            .contains("F-7 is pending"));
+        state.status = Status::Done;
+        assert!(check_replannable(Some(&state), &id("F-7")).is_err());
+        state.status = Status::Blocked;
+        assert!(check_replannable(Some(&state), &id("F-7")).is_ok());
+        state.status = Status::Failed;
+        assert!(check_replannable(Some(&state), &id("F-7")).is_ok());
+        state.superseded_by = vec![id("F-7.1")];
+        assert!(check_replannable(Some(&state), &id("F-7"))
+            .unwrap_err()
+            .message
+            .contains("already re-broken into F-7.1"));
+    }
+}

@@ -1,0 +1,483 @@
+//! The validator: an independent agent checks a feature the worker says is complete, against its
+//! acceptance criteria, in the workspace. Its verdict is `<verdict>PASS</verdict>` or
+//! `<verdict>FAIL</verdict>` with its reasons around it; no verdict, or both, is a fail.
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::agent::End;
+use crate::base::error::InputError;
+use crate::base::exit_codes;
+use crate::base::time::{self, Timestamp};
+use crate::mission::worktree;
+use crate::roles::invoke;
+use crate::roles::prompt::{feature_spec, Prompt, RuntimeContext};
+use crate::roles::session::{self, AgentCall, FeatureRequest, Layers};
+use crate::roles::worker::{describe_end, outcome_of, RoleReport};
+use crate::spec::config::AgentConfig;
+use crate::spec::features::Feature;
+use crate::spec::role::Role;
+use crate::state::memory;
+use crate::state::notes;
+use crate::state::run_state::{Outcome, Status};
+
+/// The tag of a passing verdict.
+pub const PASS_TAG: &str = "<verdict>PASS</verdict>";
+/// The tag of a failing verdict.
+pub const FAIL_TAG: &str = "<verdict>FAIL</verdict>";
+/// How much of the validator's answer is kept as its reasons, in characters.
+pub const REASONS_CHARS: usize = 2000;
+
+/// What the validator decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The feature meets its acceptance criteria.
+    Pass {
+        /// What the validator said.
+        reasons: String,
+    },
+    /// It does not, or the verdict was missing or contradictory (the reason says which).
+    Fail {
+        /// Why, for the worker's next attempt.
+        reasons: String,
+    },
+}
+
+impl Verdict {
+    /// The reasons, whatever the verdict.
+    pub fn reasons(&self) -> &str {
+        match self {
+            Verdict::Pass { reasons } | Verdict::Fail { reasons } => reasons,
+        }
+    }
+}
+
+/// The verdict of an answer in which the pass tag appeared `passes` times and the fail tag
+/// `fails` times, of an agent that ended as `end`.
+pub fn decide(end: End, passes: u64, fails: u64, answer: &str, agent: &AgentConfig) -> Verdict {
+    let said = reasons_of(answer);
+    let with = |why: String| {
+        if said.is_empty() {
+            why
+        } else {
+            format!("{why}\n\n{said}")
+        }
+    };
+    if !end.is_clean() {
+        let how = describe_end(end, outcome_of(end, false), agent);
+        return Verdict::Fail {
+            reasons: with(format!("the validator did not finish: {how}")),
+        };
+    }
+    match (passes > 0, fails > 0) {
+        (true, false) => Verdict::Pass { reasons: said },
+        (false, true) => Verdict::Fail { reasons: said },
+        (false, false) => Verdict::Fail {
+            reasons: with("the validator gave no verdict".into()),
+        },
+        (true, true) => Verdict::Fail {
+            reasons: with("the validator gave both verdicts".into()),
+        },
+    }
+}
+
+/// The validator's words around its verdict: the tags removed, the end kept.
+fn reasons_of(answer: &str) -> String {
+    let mut text = answer.replace(PASS_TAG, "").replace(FAIL_TAG, "");
+    // Taking a tag out of `<verdict><verdict>FAIL</verdict>PASS</verdict>` leaves a whole one.
+    while text.contains(PASS_TAG) || text.contains(FAIL_TAG) {
+        text = text.replace(PASS_TAG, "").replace(FAIL_TAG, "");
+    }
+    notes::tail_chars(text.trim(), REASONS_CHARS)
+        .trim()
+        .to_string()
+}
+
+/// The instructions of the validator's prompt (the harness's own words: they name the tags
+/// without ever writing one whole).
+fn instructions(iteration: u32, max_iterations: u32) -> String {
+    format!(
+        "## Your task\n\n\
+         The worker says this feature is complete (after iteration {iteration} of {max_iterations}). \
+         Check that claim independently, in the working directory: run the program, the tests, \
+         the commands; do not trust the worker's words or a reading of the code alone. Every \
+         acceptance criterion must hold.\n\n\
+         Answer with your verdict on a line of its own: the tag `<verdict>`, then the word PASS or \
+         the word FAIL, then `</verdict>`, written together with no spaces. Give one verdict \
+         only. With FAIL, say precisely what does not hold and how you checked, so that the next \
+         attempt can fix it. Do not change the workspace.\n\n\
+         To leave a lesson for later, print a line that starts with `TRICK:`, `LESSON:`, \
+         `DECISION:`, `AVOID:` or `FAIL:` followed by one sentence."
+    )
+}
+
+/// `auto_curate: true`: a curator pass after the verdict, waiting behind a pass already running.
+/// Memory upkeep never fails the feature: a failed pass is a warning.
+fn auto_curate(request: &FeatureRequest, config: &crate::spec::config::Config) {
+    let pass = crate::roles::curator::run(&crate::roles::curator::Request {
+        workdir: request.workdir.clone(),
+        state: request.state.clone(),
+        home: request.home.clone(),
+        params: config.curator.clone(),
+        dry_run: false,
+        agent: false,
+        wait: true,
+        run_id: None,
+        echo: false,
+        path_var: request.path_var.clone(),
+    });
+    match pass {
+        Ok(outcome) => {
+            for warning in &outcome.report.warnings {
+                eprintln!("validator: curator: warning: {warning}");
+            }
+        }
+        Err(error) => match error.downcast_ref::<crate::roles::curator::run::Interrupted>() {
+            // Nothing to look into: the next `./run.sh curate` makes the pass.
+            Some(interrupted) => eprintln!("validator: the curator pass after the verdict was {interrupted}"),
+            None => eprintln!(
+                "validator: warning: the curator pass after the verdict failed: {error:#}\nhint: `./run.sh curate` shows why"
+            ),
+        },
+    }
+}
+
+/// The validator's prompt, in its layers: L0, its role, its identity, the feature's spec, the
+/// worker's claim (the last section of the notes: what it printed last), the task, memory.
+pub fn validator_prompt(
+    runtime: &RuntimeContext,
+    role_prompt: &str,
+    layers: &Layers,
+    feature: &Feature,
+    iteration: u32,
+    max_iterations: u32,
+) -> Prompt {
+    let claim = layers
+        .notes
+        .as_deref()
+        .and_then(|notes| notes.rfind("## Attempt ").map(|at| notes[at..].to_string()));
+    let mut prompt = Prompt::new(runtime, role_prompt)
+        .identity(Role::Validator, layers.identity.as_deref())
+        .untrusted(&feature_spec(feature));
+    if let Some(claim) = &claim {
+        prompt = prompt.untrusted(&format!("## The worker's claim\n\n{}", claim.trim()));
+    }
+    prompt
+        .harness_words(&instructions(iteration, max_iterations))
+        .memory(layers.summary.as_deref())
+}
+
+/// The result.json of one validator invocation.
+#[derive(Debug, Serialize)]
+struct ResultRecord<'a> {
+    run_id: &'a str,
+    feature_id: &'a str,
+    role: Role,
+    iteration: u32,
+    started_at: Timestamp,
+    ended_at: Timestamp,
+    duration_ms: u128,
+    outcome: Outcome,
+    exit_code: Option<i32>,
+    verdict: &'a str,
+    reasons: &'a str,
+    turns: Option<u64>,
+    tokens: Option<u64>,
+    cost_usd: Option<f64>,
+    output_bytes: u64,
+}
+
+/// Runs the validator on a provisional feature: pass → done (notes removed); fail → the reasons
+/// go to the notes and the feature back to the worker (exit 10), or fails at the guardrail.
+pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
+    let state_dir = &request.state;
+    let mut session = session::open(request, Role::Validator)?;
+    let feature = session.inputs.feature.clone();
+    match session.state.status {
+        Status::Provisional => {}
+        Status::Done => {
+            return Ok(RoleReport {
+                exit_code: exit_codes::DONE,
+                message: format!("{} is already done", feature.id),
+            })
+        }
+        other => {
+            return Err(InputError::new(format!(
+            "{} is {}: only a provisional feature (one the worker says is complete) is validated",
+            feature.id,
+            other.as_str()
+        ))
+            .into())
+        }
+    }
+    let remaining = match session.budget_left(state_dir, &mut Default::default())? {
+        Ok(remaining) => remaining,
+        Err(report) => return Ok(report),
+    };
+    let config = session.inputs.config.clone();
+    let agent_config = config.agent_for(Role::Validator);
+    let run_id = session.run_id(request, None);
+    let runtime = session.runtime(request, &run_id);
+    let layers = session.layers(request)?;
+    let iteration = session.state.iteration_count;
+    let max = session.state.max_iterations;
+    let prompt = validator_prompt(
+        &runtime,
+        &session.role_prompt,
+        &layers,
+        &feature,
+        iteration,
+        max,
+    )
+    .render();
+
+    let run_dir = state_dir.run_dir(&feature.id, &run_id);
+    let markers = [PASS_TAG.to_string(), FAIL_TAG.to_string()];
+    let call = AgentCall {
+        run_id: &run_id,
+        runtime: &runtime,
+        run_dir: &run_dir,
+        prompt: &prompt,
+        markers: &markers,
+        budget: remaining,
+    };
+    session.begin(&call)?;
+    eprintln!("validator: {} (run {run_id})", feature.id);
+    let run = session.run_agent(request, call)?;
+    if let End::Interrupted(_) = run.end {
+        // Nothing was decided: the feature stays provisional and is validated on resume.
+        if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {
+            attempt.record_end(
+                &run,
+                Outcome::Interrupted,
+                time::now(),
+                agent_config.prices.as_ref(),
+            );
+        }
+        session.save()?;
+        return Ok(RoleReport {
+            exit_code: exit_codes::INTERRUPTED,
+            message: format!(
+                "{} validation interrupted; run it again to resume",
+                feature.id
+            ),
+        });
+    }
+    let ended_at = time::now();
+    let output = &run.output;
+    let verdict = decide(
+        run.end,
+        output.marker_counts[0],
+        output.marker_counts[1],
+        output.answer(),
+        agent_config,
+    );
+    let first_line = |text: &str| {
+        text.lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .to_string()
+    };
+    let (outcome, message) = match &verdict {
+        Verdict::Pass { reasons } => (
+            Outcome::Verified,
+            format!("{} verified: {}", feature.id, first_line(reasons)),
+        ),
+        Verdict::Fail { reasons } => (
+            Outcome::Rejected,
+            format!("{} rejected: {}", feature.id, first_line(reasons)),
+        ),
+    };
+    let message = message.trim_end_matches([' ', ':']).to_string();
+    memory::append_raw(
+        state_dir,
+        &memory::entries_with_outcome(
+            &output.entries,
+            ended_at,
+            Role::Validator,
+            &feature.id,
+            &message,
+        ),
+    )
+    .context("cannot append to raw.md")?;
+
+    let state = &mut session.state;
+    if let Some(attempt) = state.attempt_mut(run_id.as_str()) {
+        attempt.record_end(&run, outcome, ended_at, agent_config.prices.as_ref());
+    }
+    state.updated_at = ended_at;
+    let (exit_code, message) = match &verdict {
+        Verdict::Pass { .. } => {
+            if worktree::land(state, state_dir, ended_at)? {
+                (exit_codes::DONE, message)
+            } else {
+                let reason = state.reason.clone().unwrap_or_default();
+                (
+                    exit_codes::FAILED,
+                    format!("{message}, but it is blocked: {reason}"),
+                )
+            }
+        }
+        Verdict::Fail { reasons } => {
+            let section = format!(
+                "## Validator verdict — fail ({})\n\n{}\n\n",
+                time::format(ended_at),
+                if reasons.is_empty() {
+                    "(no reasons given)"
+                } else {
+                    reasons
+                }
+            );
+            notes::append(state_dir, &feature.id, &section).context("cannot write the notes")?;
+            if state.iteration_count >= state.max_iterations {
+                state.fail(
+                    format!(
+                        "max_iterations ({max}) reached; the validator rejected the last attempt"
+                    ),
+                    ended_at,
+                );
+                (
+                    exit_codes::GUARDRAIL,
+                    format!("{message}; max_iterations ({max}) is reached"),
+                )
+            } else {
+                state.status = Status::Running;
+                (
+                    exit_codes::CONTINUE,
+                    format!("{message}; back to the worker"),
+                )
+            }
+        }
+    };
+    let last = state.attempts.last();
+    invoke::write_result(
+        &run_dir,
+        &ResultRecord {
+            run_id: run_id.as_str(),
+            feature_id: feature.id.as_str(),
+            role: Role::Validator,
+            iteration,
+            started_at: session.started_at,
+            ended_at,
+            duration_ms: run.duration.as_millis(),
+            outcome,
+            exit_code: last.and_then(|a| a.exit_code),
+            verdict: if outcome == Outcome::Verified {
+                "pass"
+            } else {
+                "fail"
+            },
+            reasons: verdict.reasons(),
+            turns: output.usage.turns,
+            tokens: output.usage.total_tokens(),
+            cost_usd: output.usage.cost_usd,
+            output_bytes: output.bytes,
+        },
+    )?;
+    session.save()?;
+    if session.state.status == Status::Done {
+        notes::remove(state_dir, &feature.id).context("cannot remove the notes")?;
+    }
+    if config.auto_curate {
+        auto_curate(request, &config);
+    }
+    Ok(RoleReport { exit_code, message })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::config::AgentSpec;
+
+    fn agent() -> AgentConfig {
+        AgentConfig::try_from(AgentSpec {
+            command: Some(vec!["strict".into()]),
+            timeout_secs: Some(60),
+            ..AgentSpec::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn one_clear_verdict_decides() {
+        let pass = decide(
+            End::Exited(0),
+            1,
+            0,
+            "All criteria hold.\n<verdict>PASS</verdict>",
+            &agent(),
+        );
+        assert_eq!(
+            pass,
+            Verdict::Pass {
+                reasons: "All criteria hold.".into()
+            }
+        );
+        let fail = decide(
+            End::Exited(0),
+            0,
+            1,
+            "<verdict>FAIL</verdict>\nhello.txt is empty",
+            &agent(),
+        );
+        assert_eq!(
+            fail,
+            Verdict::Fail {
+                reasons: "hello.txt is empty".into()
+            }
+        );
+        // The same verdict twice is still one verdict.
+        assert!(matches!(
+            decide(End::Exited(0), 2, 0, "", &agent()),
+            Verdict::Pass { .. }
+        ));
+    }
+
+    #[test]
+    fn no_verdict_or_both_is_a_fail_with_that_reason() {
+        let none = decide(End::Exited(0), 0, 0, "looks fine to me", &agent());
+        assert_eq!(
+            none,
+            Verdict::Fail {
+                reasons: "the validator gave no verdict\n\nlooks fine to me".into()
+            }
+        );
+        let both = decide(End::Exited(0), 1, 1, "", &agent());
+        assert_eq!(
+            both,
+            Verdict::Fail {
+                reasons: "the validator gave both verdicts".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_validator_that_did_not_finish_never_passes() {
+        let crashed = decide(End::Exited(3), 1, 0, "<verdict>PASS</verdict>", &agent());
+        assert!(
+            matches!(&crashed, Verdict::Fail { reasons } if reasons.contains("agent exited with code 3"))
+        );
+        let timed_out = decide(End::TimedOut, 1, 0, "", &agent());
+        assert!(
+            matches!(&timed_out, Verdict::Fail { reasons } if reasons.contains("timed out after 60 s"))
+        );
+    }
+
+    #[test]
+    fn the_instructions_never_hold_a_whole_tag() {
+        let text = instructions(3, 10);
+        assert!(!text.contains(PASS_TAG) && !text.contains(FAIL_TAG));
+        assert!(
+            text.contains("`<verdict>`, then the word PASS or the word FAIL, then `</verdict>`")
+        );
+    }
+
+    #[test]
+    fn reasons_are_bounded() {
+        let long = format!("{}<verdict>FAIL</verdict>", "x".repeat(10_000));
+        let Verdict::Fail { reasons } = decide(End::Exited(0), 0, 1, &long, &agent()) else {
+            panic!("fail expected")
+        };
+        assert_eq!(reasons.chars().count(), REASONS_CHARS);
+    }
+}

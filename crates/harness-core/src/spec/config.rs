@@ -1,0 +1,682 @@
+//! `.harness/config.yaml`: the agent command, how it gets its prompt, and the guardrails. Also the
+//! YAML reading every input file shares (errors name the file and line).
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use std::collections::BTreeMap;
+
+use crate::agent::Limits;
+use crate::base::error::InputError;
+use crate::roles::curator::Params;
+use crate::spec::presets::Preset;
+use crate::spec::role::Role;
+use crate::state::budget::{Budgets, Remaining};
+use crate::state::usage::Prices;
+
+/// The default guardrail on iterations per feature.
+pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
+/// The default completion promise.
+pub const DEFAULT_COMPLETION_PROMISE: &str = "TASK_COMPLETE";
+
+/// The whole config.yaml.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The agent every role runs.
+    pub agent: AgentConfig,
+    /// Iterations a feature may take before it fails (exit 2).
+    #[serde(default = "default_max_iterations")]
+    pub max_iterations: u32,
+    /// The word the agent prints inside `<promise>…</promise>` to finish.
+    #[serde(default = "default_completion_promise")]
+    pub completion_promise: String,
+    /// Whether a feature the worker calls complete goes to the validator (else it is done at once).
+    #[serde(default = "default_true")]
+    pub validate: bool,
+    /// Per-role settings, e.g. a different (cheaper, stricter) agent for the validator.
+    #[serde(default)]
+    pub roles: RoleConfigs,
+    /// Token, cost and time budgets per feature and per mission.
+    #[serde(default)]
+    pub budgets: Budgets,
+    /// Stop a feature after this many iterations in a row that changed nothing in the working
+    /// tree and delivered no promise (0: never).
+    #[serde(default = "default_stall_iterations")]
+    pub stall_iterations: u32,
+    /// What to do when an agent hits a rate or usage limit.
+    #[serde(default)]
+    pub rate_limit: RateLimit,
+    /// Run a curator pass after every validator verdict.
+    #[serde(default)]
+    pub auto_curate: bool,
+    /// The curator's thresholds and bounds.
+    #[serde(default)]
+    pub curator: Params,
+}
+
+/// Waiting out rate and usage limits instead of burning iterations on them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimit {
+    /// Seconds to wait before trying again.
+    #[serde(default = "default_rate_limit_wait")]
+    pub wait_secs: u64,
+    /// Waits in a row before the limit counts as a failed iteration after all.
+    #[serde(default = "default_rate_limit_waits")]
+    pub max_waits: u32,
+}
+
+impl Default for RateLimit {
+    fn default() -> Self {
+        Self {
+            wait_secs: default_rate_limit_wait(),
+            max_waits: default_rate_limit_waits(),
+        }
+    }
+}
+
+fn default_stall_iterations() -> u32 {
+    3
+}
+
+fn default_rate_limit_wait() -> u64 {
+    300
+}
+
+fn default_rate_limit_waits() -> u32 {
+    12
+}
+
+/// Settings of the roles other than the worker.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleConfigs {
+    /// The validator.
+    #[serde(default)]
+    pub validator: Option<RoleConfig>,
+    /// The planner.
+    #[serde(default)]
+    pub planner: Option<RoleConfig>,
+    /// The curator.
+    #[serde(default)]
+    pub curator: Option<RoleConfig>,
+}
+
+/// One role's settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleConfig {
+    /// The agent this role runs instead of the top-level `agent`.
+    pub agent: AgentConfig,
+}
+
+/// How to run the agent, resolved from config.yaml's `agent:` (a preset and its overrides).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "AgentSpec", into = "AgentSpec")]
+pub struct AgentConfig {
+    /// The preset it came from, if any.
+    pub preset: Option<Preset>,
+    /// The whole argv; the first element is looked up in PATH (or relative to the working
+    /// directory when it holds a `/`). `{prompt_file}` stands for the prompt file's path.
+    pub command: Vec<String>,
+    /// How the prompt reaches the agent.
+    pub prompt_via: PromptVia,
+    /// What the agent prints, so its final answer, usage and context can be read.
+    pub output_format: OutputFormat,
+    /// Extra environment of the agent.
+    pub env: Vec<(String, String)>,
+    /// Per-invocation time limit, in seconds.
+    pub timeout_secs: u64,
+    /// After SIGTERM, seconds to wait before SIGKILL.
+    pub kill_grace_secs: u64,
+    /// Stop an agent that prints nothing for this long (seconds); `None`: no idle limit.
+    pub idle_timeout_secs: Option<u64>,
+    /// After its final answer, seconds an agent may take to exit before it is stopped.
+    pub result_grace_secs: u64,
+    /// The model's context window in tokens, for the live handoff; `None`: no handoff.
+    pub context_window: Option<u64>,
+    /// The fraction of the window at which the agent is handed off to a fresh one.
+    pub handoff_threshold: f64,
+    /// Prices to estimate a cost the agent does not report.
+    pub prices: Option<Prices>,
+}
+
+/// `agent:` as written in config.yaml.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// A known CLI's headless form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<Preset>,
+    /// The argv (required without a preset; with one, it replaces the preset's argv).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// Extra arguments for a preset (e.g. `["--model", "opus"]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// stdin | arg | file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_via: Option<PromptVia>,
+    /// text | claude-stream-json | codex-json | gemini-stream-json | opencode-json | aider
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_format: Option<OutputFormat>,
+    /// Extra environment.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Seconds (default 1800).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+    /// Seconds (default 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill_grace_secs: Option<u64>,
+    /// Seconds (default 900; 0 turns the idle limit off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_secs: Option<u64>,
+    /// Seconds (default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_grace_secs: Option<u64>,
+    /// Tokens (default: the preset's; none without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    /// A fraction in (0, 1] (default 0.8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff_threshold: Option<f64>,
+    /// USD per million tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<Prices>,
+}
+
+impl TryFrom<AgentSpec> for AgentConfig {
+    type Error = String;
+
+    fn try_from(spec: AgentSpec) -> Result<Self, String> {
+        let preset = spec.preset;
+        let preset_spec = preset.map(Preset::spec);
+        let command = match (&spec.command, &preset_spec) {
+            (Some(command), _) => {
+                let mut command = command.clone();
+                command.extend(spec.args.iter().cloned());
+                command
+            }
+            (None, Some(p)) if preset != Some(Preset::Command) => p
+                .head
+                .iter()
+                .map(|s| s.to_string())
+                .chain(spec.args.iter().cloned())
+                .chain(p.tail.iter().map(|s| s.to_string()))
+                .collect(),
+            _ => return Err("command is missing: give the agent's argv, or a preset".into()),
+        };
+        if command.is_empty() {
+            return Err("command is empty: give the agent's argv".into());
+        }
+        if command[0].trim().is_empty() {
+            return Err("command starts with an empty program name".into());
+        }
+        let threshold = spec.handoff_threshold.unwrap_or(0.8);
+        if !(threshold > 0.0 && threshold <= 1.0) {
+            return Err(format!("handoff_threshold {threshold} must be in (0, 1]"));
+        }
+        if spec.timeout_secs == Some(0) {
+            return Err("timeout_secs must be at least 1".into());
+        }
+        if let Some(prices) = &spec.prices {
+            let all = [
+                Some(prices.input_per_mtok),
+                Some(prices.output_per_mtok),
+                prices.cache_write_per_mtok,
+                prices.cache_read_per_mtok,
+            ];
+            if all
+                .into_iter()
+                .flatten()
+                .any(|p| !(p >= 0.0 && p.is_finite()))
+            {
+                return Err("prices must be numbers of USD per million tokens, 0 or more".into());
+            }
+        }
+        let mut env: Vec<(String, String)> = preset_spec
+            .as_ref()
+            .map(|p| {
+                p.env
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        env.retain(|(key, _)| !spec.env.contains_key(key));
+        env.extend(spec.env.clone());
+        Ok(AgentConfig {
+            preset,
+            command,
+            prompt_via: spec
+                .prompt_via
+                .or(preset_spec.as_ref().map(|p| p.prompt_via))
+                .unwrap_or_default(),
+            output_format: spec
+                .output_format
+                .or(preset_spec.as_ref().map(|p| p.output_format))
+                .unwrap_or_default(),
+            env,
+            timeout_secs: spec.timeout_secs.unwrap_or(1800),
+            kill_grace_secs: spec.kill_grace_secs.unwrap_or(5),
+            idle_timeout_secs: match spec.idle_timeout_secs.unwrap_or(900) {
+                0 => None,
+                secs => Some(secs),
+            },
+            result_grace_secs: spec.result_grace_secs.unwrap_or(30),
+            context_window: spec
+                .context_window
+                .or(preset_spec.as_ref().and_then(|p| p.context_window)),
+            handoff_threshold: threshold,
+            prices: spec.prices,
+        })
+    }
+}
+
+impl From<AgentConfig> for AgentSpec {
+    fn from(agent: AgentConfig) -> Self {
+        AgentSpec {
+            preset: agent.preset,
+            command: Some(agent.command),
+            args: Vec::new(),
+            prompt_via: Some(agent.prompt_via),
+            output_format: Some(agent.output_format),
+            env: agent.env.into_iter().collect(),
+            timeout_secs: Some(agent.timeout_secs),
+            kill_grace_secs: Some(agent.kill_grace_secs),
+            idle_timeout_secs: Some(agent.idle_timeout_secs.unwrap_or(0)),
+            result_grace_secs: Some(agent.result_grace_secs),
+            context_window: agent.context_window,
+            handoff_threshold: Some(agent.handoff_threshold),
+            prices: agent.prices,
+        }
+    }
+}
+
+/// How the prompt is delivered to the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptVia {
+    /// Written to the agent's standard input, which is then closed.
+    #[default]
+    Stdin,
+    /// Appended as the last argument.
+    Arg,
+    /// A file whose path is in `$HARNESS_PROMPT_FILE`.
+    File,
+}
+
+/// The shape of the agent's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputFormat {
+    /// Plain text: all of it is the agent's answer.
+    #[default]
+    Text,
+    /// Claude Code's `--output-format stream-json`: the final `result` event is the answer.
+    ClaudeStreamJson,
+    /// Codex's `exec --json`: the turn's last `agent_message` item is the answer,
+    /// `turn.completed.usage` the tokens (no cost, no turn count).
+    CodexJson,
+    /// Gemini CLI's `--output-format stream-json`: the assistant's text after its last tool call
+    /// is the answer; the `result` event's `stats` the tokens (no cost).
+    GeminiStreamJson,
+    /// opencode's `run --format json`: the text of the last step is the answer; the
+    /// `step_finish` parts' `cost` and `tokens`, summed, the usage.
+    OpencodeJson,
+    /// aider's plain text (`--no-stream --no-pretty`): all of it is the answer; its
+    /// `Tokens: … Cost: …` lines give the usage.
+    Aider,
+}
+
+fn default_max_iterations() -> u32 {
+    DEFAULT_MAX_ITERATIONS
+}
+
+fn default_completion_promise() -> String {
+    DEFAULT_COMPLETION_PROMISE.to_string()
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl AgentConfig {
+    /// The supervisor's limits for one invocation, given what the budgets leave.
+    pub fn limits(&self, budget: &Remaining) -> Limits {
+        Limits {
+            idle: self.idle_timeout_secs.map(Duration::from_secs),
+            result_grace: Some(Duration::from_secs(self.result_grace_secs)),
+            context_limit: self
+                .context_window
+                .map(|window| (window as f64 * self.handoff_threshold) as u64),
+            token_limit: budget.tokens,
+            wall_limit: budget.wall,
+            cost_limit: budget.cost_usd,
+        }
+    }
+
+    /// The per-invocation time limit.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs(self.timeout_secs)
+    }
+
+    /// The wait between SIGTERM and SIGKILL.
+    pub fn kill_grace(&self) -> Duration {
+        Duration::from_secs(self.kill_grace_secs)
+    }
+}
+
+impl Config {
+    /// Reads and checks `path`.
+    pub fn load(path: &Path) -> Result<Self, InputError> {
+        let text = read_input(path)?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses and checks config.yaml text (`path` only names the file in errors).
+    pub fn parse(text: &str, path: &Path) -> Result<Self, InputError> {
+        if text.trim().is_empty() {
+            return Err(InputError::in_file(path, "the file is empty")
+                .with_hint("it needs at least `agent: {command: [...]}`; see `./run.sh init`"));
+        }
+        let config: Config = parse_yaml(text, path)?;
+        config.check().map_err(|message| {
+            InputError::in_file(path, message.clone()).at_line(line_of_key(text, &message))
+        })?;
+        Ok(config)
+    }
+
+    /// The agent `role` runs: its own under `roles:`, else the top-level one.
+    pub fn agent_for(&self, role: Role) -> &AgentConfig {
+        let own = match role {
+            Role::Worker => None,
+            Role::Validator => self.roles.validator.as_ref(),
+            Role::Planner => self.roles.planner.as_ref(),
+            Role::Curator => self.roles.curator.as_ref(),
+        };
+        own.map_or(&self.agent, |role| &role.agent)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.max_iterations == 0 {
+            return Err("max_iterations must be at least 1".into());
+        }
+        self.budgets.check()?;
+        self.curator
+            .check()
+            .map_err(|message| format!("curator: {message}"))?;
+        let promise = &self.completion_promise;
+        if promise.is_empty()
+            || !promise
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        {
+            return Err(format!(
+                "completion_promise {promise:?} must be a non-empty word of letters, digits, '_', '-' or '.'"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The line of the first config key a check message names, so the error can point at it.
+fn line_of_key(text: &str, message: &str) -> Option<usize> {
+    let key = message.split_whitespace().next()?.rsplit('.').next()?;
+    text.lines()
+        .position(|line| line.trim_start().starts_with(&format!("{key}:")))
+        .map(|index| index + 1)
+}
+
+/// Reads an input file as UTF-8 text (a leading BOM is dropped), with errors that name the file.
+pub fn read_input(path: &Path) -> Result<String, InputError> {
+    let bytes = std::fs::read(path).map_err(|error| {
+        let error = InputError::in_file(path, io_message(&error));
+        if path
+            .file_name()
+            .is_some_and(|n| n == "config.yaml" || n == "features.yaml")
+        {
+            error.with_hint("create the state directory with `./run.sh init -C <project dir>`")
+        } else {
+            error
+        }
+    })?;
+    let text = String::from_utf8(bytes).map_err(|error| {
+        let line = error.as_bytes()[..error.utf8_error().valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
+        InputError::in_file(path, "the file is not valid UTF-8").at_line(Some(line))
+    })?;
+    Ok(text
+        .strip_prefix('\u{feff}')
+        .map(str::to_string)
+        .unwrap_or(text))
+}
+
+/// Deserialises YAML, turning serde's error into one line with the file and line.
+pub fn parse_yaml<T: DeserializeOwned>(text: &str, path: &Path) -> Result<T, InputError> {
+    if let Some((line, problem)) = unparsable(text) {
+        return Err(InputError::in_file(path, problem).at_line(Some(line)));
+    }
+    serde_yaml::from_str(text).map_err(|error| {
+        let line = error.location().map(|location| location.line());
+        let mut message = error.to_string();
+        // serde_yaml appends " at line L column C"; the line is already in the prefix.
+        if let Some(index) = message.find(" at line ") {
+            message.truncate(index);
+        }
+        InputError::in_file(path, message).at_line(line)
+    })
+}
+
+/// The deepest nesting of `[…]` and `{…}` a YAML input may have. serde_yaml refuses anything
+/// past 128 levels anyway, but only after its parser went through all of it, in time that grows
+/// with the square of the depth (a 200 KB file of brackets took minutes).
+pub const MAX_YAML_NESTING: usize = 128;
+
+/// What makes `text` unreadable as YAML before a parser sees it, with its 1-based line: a control
+/// character (YAML allows tab, newline and carriage return only; serde_yaml names no line for
+/// one), or flow collections nested past [`MAX_YAML_NESTING`]. Brackets inside quotes and
+/// comments are not counted; a block scalar's may be, which takes a text far stranger than any
+/// spec to matter.
+fn unparsable(text: &str) -> Option<(usize, String)> {
+    let mut line = 1;
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    let mut comment = false;
+    let mut escaped = false;
+    let mut previous = '\n';
+    for c in text.chars() {
+        if c.is_control() && !matches!(c, '\t' | '\n' | '\r' | '\u{85}') {
+            return Some((
+                line,
+                format!(
+                    "the file holds the control character U+{:04X}, which YAML does not allow",
+                    c as u32
+                ),
+            ));
+        }
+        match (quote, c) {
+            (_, '\n') => {
+                line += 1;
+                comment = false;
+            }
+            _ if comment => {}
+            (Some('"'), '\\') => escaped = !escaped,
+            (Some(open), c) if c == open && !escaped => quote = None,
+            (Some(_), _) => {}
+            (None, '#') if previous.is_whitespace() => comment = true,
+            (None, '"' | '\'') if depth > 0 || previous.is_whitespace() || previous == ':' => {
+                quote = Some(c)
+            }
+            (None, '[' | '{') => {
+                depth += 1;
+                if depth > MAX_YAML_NESTING {
+                    return Some((
+                        line,
+                        format!("lists or maps are nested more than {MAX_YAML_NESTING} deep"),
+                    ));
+                }
+            }
+            (None, ']' | '}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if c != '\\' {
+            escaped = false;
+        }
+        previous = c;
+    }
+    None
+}
+
+/// A short description of an I/O error ("no such file", "permission denied").
+pub fn io_message(error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_string(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        _ => error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, InputError> {
+        Config::parse(text, Path::new("config.yaml"))
+    }
+
+    #[test]
+    fn minimum_config_gets_the_documented_defaults() {
+        let config = parse("agent:\n  command: [\"claude\", \"-p\"]\n").unwrap();
+        assert_eq!(config.max_iterations, 10);
+        assert_eq!(config.completion_promise, "TASK_COMPLETE");
+        assert_eq!(config.agent.prompt_via, PromptVia::Stdin);
+        assert_eq!(config.agent.timeout_secs, 1800);
+        assert_eq!(config.agent.output_format, OutputFormat::Text);
+    }
+
+    #[test]
+    fn contract_example_parses() {
+        let config = parse(
+            "agent:\n  command: [\"claude\", \"-p\", \"--dangerously-skip-permissions\"]\n  prompt_via: stdin\n  timeout_secs: 1800\nmax_iterations: 10\ncompletion_promise: TASK_COMPLETE\n",
+        )
+        .unwrap();
+        assert_eq!(config.agent.command.len(), 3);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let error = parse("agent:\n  command: [a]\n  prompt_via: pigeon\n").unwrap_err();
+        assert_eq!(error.line, Some(3), "{error}");
+        assert!(error.message.contains("pigeon"), "{error}");
+        let error = parse("agent:\n  command: [a]\nmax_iterations: ten\n").unwrap_err();
+        assert_eq!(error.line, Some(3), "{error}");
+        let error = parse("agent:\n  command: []\n").unwrap_err();
+        assert!(error.message.contains("command is empty"), "{error}");
+        assert!(error.line.is_some());
+        let error = parse("agent:\n  command: [a]\nmax_iterations: 0\n").unwrap_err();
+        assert_eq!(error.line, Some(3), "{error}");
+        let error = parse("agent: [\n").unwrap_err();
+        assert!(error.line.is_some(), "{error}");
+    }
+
+    #[test]
+    fn a_role_can_have_its_own_agent() {
+        let config = parse(
+            "agent:\n  command: [claude, -p]\nvalidate: false\nroles:\n  validator:\n    agent:\n      command: [strict-agent]\n      timeout_secs: 60\n",
+        )
+        .unwrap();
+        assert!(!config.validate);
+        assert_eq!(config.agent_for(Role::Validator).command, ["strict-agent"]);
+        assert_eq!(config.agent_for(Role::Validator).timeout_secs, 60);
+        assert_eq!(config.agent_for(Role::Planner).command, ["claude", "-p"]);
+        assert_eq!(config.agent_for(Role::Worker).command, ["claude", "-p"]);
+        let error =
+            parse("agent:\n  command: [a]\nroles:\n  validator:\n    agent:\n      command: []\n")
+                .unwrap_err();
+        assert!(
+            error.message.contains("roles.validator: command is empty"),
+            "{error}"
+        );
+        assert!(parse("agent:\n  command: [a]\nroles:\n  tester: {}\n").is_err());
+    }
+
+    #[test]
+    fn a_promise_must_be_one_plain_word() {
+        for bad in ["", "TWO WORDS", "<x>", "a/b"] {
+            let text = format!("agent:\n  command: [a]\ncompletion_promise: \"{bad}\"\n");
+            assert!(parse(&text).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn empty_and_unknown_keys_are_errors() {
+        assert!(parse("\n").unwrap_err().message.contains("empty"));
+        let error = parse("agent:\n  command: [a]\nmax_iteration: 3\n").unwrap_err();
+        assert!(error.message.contains("max_iteration"), "{error}");
+        assert_eq!(error.line, Some(3));
+    }
+
+    /// Regression: 100,000 nested brackets kept the parser busy for minutes (time grows with
+    /// the square of the depth) before serde_yaml's own depth limit refused them.
+    #[test]
+    fn a_bracket_bomb_is_refused_at_once_with_its_line() {
+        let deep = |depth: usize| {
+            format!(
+                "agent:\n  command: {}{}\n",
+                "[".repeat(depth),
+                "]".repeat(depth)
+            )
+        };
+        let started = std::time::Instant::now();
+        let error = parse(&deep(100_000)).unwrap_err();
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(error.line, Some(2));
+        assert!(
+            error.message.contains("nested more than 128 deep"),
+            "{error}"
+        );
+        // Within the bound, the parser's own error is kept.
+        let error = parse(&deep(100)).unwrap_err();
+        assert!(error.message.contains("agent.command"), "{error}");
+        // Brackets in quotes and comments do not count.
+        let quoted = format!(
+            "agent:\n  command: [\"{0}\", '{0}'] # {0}\n",
+            "[".repeat(200)
+        );
+        assert!(parse(&quoted).is_ok());
+    }
+
+    #[test]
+    fn a_control_character_is_named_with_its_line() {
+        let error = parse("agent:\n  command: [sh]\nmax_iterations: 3\0\n").unwrap_err();
+        assert_eq!(error.line, Some(3));
+        assert!(error.message.contains("U+0000"), "{error}");
+        assert!(parse("agent:\r\n\tcommand: [sh]\r\n").is_err()); // a tab indent: YAML's error
+        assert!(parse("agent:\r\n  command: [\"a\tb\"]\r\n").is_ok());
+    }
+
+    #[test]
+    fn read_input_names_the_file_and_drops_a_bom() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("config.yaml");
+        let error = read_input(&missing).unwrap_err();
+        assert!(
+            error.to_string().contains("config.yaml: no such file"),
+            "{error}"
+        );
+        std::fs::write(&missing, "\u{feff}agent: {command: [a]}\r\n").unwrap();
+        assert!(Config::load(&missing).is_ok());
+        std::fs::write(&missing, b"agent:\n  command: [\xff]\n").unwrap();
+        let error = read_input(&missing).unwrap_err();
+        assert_eq!(error.line, Some(2));
+    }
+}

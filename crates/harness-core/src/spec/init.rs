@@ -1,0 +1,167 @@
+//! `./run.sh init`: a new `.harness/` with a commented config.yaml, a mission.md template, a
+//! features.yaml template and a .gitignore for the run-time files. It never overwrites a file.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::base::atomic::create_new;
+use crate::spec::layout::StateDir;
+
+/// The config.yaml written by `init`.
+pub const CONFIG_TEMPLATE: &str = r#"# harness configuration for this project. Every key is described in the harness README.
+
+agent:
+  # A known agent CLI, run headless: claude | codex | gemini | opencode | aider
+  # (each reads the prompt and reports turns, tokens and cost its own way; see the README).
+  preset: claude
+  # Extra arguments for the preset, e.g. ["--model", "opus"].
+  # args: []
+  # Or any command instead of a preset (the prompt goes to its stdin unless prompt_via says
+  # arg or file; {prompt_file} in the argv stands for the prompt file's path):
+  # command: ["my-agent", "--headless"]
+  # prompt_via: stdin
+  # output_format: text
+  # Time limit of one invocation, in seconds; then the agent's whole process tree is stopped.
+  timeout_secs: 1800
+  # Stop an agent that prints nothing for this long (0: never).
+  idle_timeout_secs: 900
+  # After its final answer, seconds an agent may take to exit before it is stopped.
+  result_grace_secs: 30
+  # Seconds between SIGTERM and SIGKILL when the agent has to be stopped.
+  kill_grace_secs: 5
+  # Live handoff: past this fraction of the model's context window, a fresh agent continues.
+  # context_window: 200000
+  # handoff_threshold: 0.8
+  # USD per million tokens, to estimate the cost of agents that do not report it.
+  # prices: {input_per_mtok: 3, output_per_mtok: 15}
+
+# Fresh agent invocations a feature may take before it fails (run.sh exits 2).
+# Fixed when a feature starts; raise it later with `./run.sh F-001 --max-iterations 15`.
+max_iterations: 10
+
+# The word the agent must print inside a promise tag to finish a feature.
+completion_promise: TASK_COMPLETE
+
+# After the promise, a validator agent checks the feature against its acceptance criteria;
+# a rejection goes back to the worker with the reasons. false: the promise alone is enough.
+validate: true
+
+# A role may run another agent than the worker (every key of `agent:` above), e.g.:
+# roles:
+#   validator:
+#     agent:
+#       preset: claude
+#       args: ["--model", "opus"]
+
+# Budgets per feature and for the whole mission: tokens, USD, seconds of agent time.
+# budgets:
+#   feature: {max_tokens: 5000000, max_cost_usd: 20, max_wall_secs: 14400}
+#   mission: {max_cost_usd: 200}
+
+# Iterations in a row that change nothing in the working tree before the feature stops as
+# stalled (0: never).
+stall_iterations: 3
+
+# Rate and usage limits are waited out (not counted as iterations), up to max_waits in a row.
+rate_limit: {wait_secs: 300, max_waits: 12}
+
+# Run a curator pass (./run.sh curate) after every validator verdict.
+auto_curate: false
+# The curator's thresholds and bounds (the defaults shown):
+# curator: {similarity: 0.6, supersede_similarity: 0.4, promote_min_seen: 2, keep_raw: 10,
+#           summary_max_lines: 40, summary_max_tokens: 800, memory_max_lines: 200,
+#           graduate_trick_workers: 2, graduate_failure_missions: 2, graduate_convention_times: 3}
+"#;
+
+/// The mission.md written by `init`.
+pub const MISSION_TEMPLATE: &str = r#"# Mission
+
+<!-- Say what the project should become, for whom, and what "done" means.
+     The planner (`./run.sh plan`) turns this into features.yaml; you can also write features by hand. -->
+"#;
+
+/// The features.yaml written by `init`.
+pub const FEATURES_TEMPLATE: &str = r#"# The feature list: the spec of the work. Edit it by hand (or let the planner fill it in).
+# A feature's status is not kept here but in .harness/runs/<id>/state.json.
+#
+# features:
+#   - id: F-001                 # letters, digits, '-', '_', '.'
+#     title: Sign-up form
+#     description: What to build, in prose.
+#     acceptance:
+#       - A new user can sign up with an email and a password.
+#     depends_on: []            # ids of features that must be done first
+features: []
+"#;
+
+/// The .gitignore written by `init`: agents often commit with `git add -A`, and the harness's
+/// run-time files must not end up in the project's history (nor count as the agent's work).
+pub const GITIGNORE_TEMPLATE: &str = r#"# The harness's run-time state stays out of the project's commits. The spec and the curated
+# memory (config.yaml, mission.md, features.yaml, summary.md, MEMORY.md) are worth tracking.
+/runs/
+/locks/
+/notes/
+/archive/
+/raw.md
+/plans/
+/curations/
+/worktrees/
+/scripted-agent/
+/report.html
+"#;
+
+/// What `init` did with each file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InitReport {
+    /// Files written.
+    pub created: Vec<PathBuf>,
+    /// Files that existed and were left alone.
+    pub kept: Vec<PathBuf>,
+}
+
+/// Creates the state directory and its templates, keeping every file that exists.
+pub fn init(state: &StateDir) -> io::Result<InitReport> {
+    std::fs::create_dir_all(state.root())?;
+    let mut report = InitReport {
+        created: Vec::new(),
+        kept: Vec::new(),
+    };
+    for (path, text) in [
+        (state.config(), CONFIG_TEMPLATE),
+        (state.mission(), MISSION_TEMPLATE),
+        (state.features(), FEATURES_TEMPLATE),
+        (state.root().join(".gitignore"), GITIGNORE_TEMPLATE),
+    ] {
+        if create_new(&path, text.as_bytes())? {
+            report.created.push(path);
+        } else {
+            report.kept.push(path);
+        }
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::config::Config;
+    use crate::spec::features::FeatureList;
+
+    #[test]
+    fn templates_parse_and_nothing_is_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::in_workdir(dir.path());
+        let report = init(&state).unwrap();
+        assert_eq!(report.created.len(), 4);
+        let config = Config::load(&state.config()).unwrap();
+        assert_eq!(config.max_iterations, 10);
+        assert!(FeatureList::load(&state.features())
+            .unwrap()
+            .features
+            .is_empty());
+        std::fs::write(state.config(), "mine").unwrap();
+        let report = init(&state).unwrap();
+        assert_eq!(report.kept.len(), 4);
+        assert_eq!(std::fs::read_to_string(state.config()).unwrap(), "mine");
+    }
+}

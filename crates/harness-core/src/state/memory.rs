@@ -1,0 +1,598 @@
+//! The memory layers as the roles see them: L1 `raw.md` (append-only one-liners, appended under
+//! its lock), and the reading of L2 `summary.md` and L4 `identity/<role>.md` for prompts.
+
+use std::fmt;
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::base::locks::Lock;
+use crate::base::time::{self, Timestamp};
+use crate::spec::features::FeatureId;
+use crate::spec::layout::StateDir;
+use crate::spec::role::Role;
+
+/// The longest entry text kept; a longer line is cut (and marked) so raw.md stays one-liners.
+pub const MAX_ENTRY_CHARS: usize = 500;
+/// The most entries harvested from one invocation; the rest are counted, not appended, so a
+/// flooding agent cannot flood memory.
+pub const MAX_ENTRIES_PER_INVOCATION: usize = 50;
+
+/// The kind of a raw.md entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Tag {
+    /// A trick that worked.
+    Trick,
+    /// A lesson learnt.
+    Lesson,
+    /// A decision taken.
+    Decision,
+    /// Something not to do.
+    Avoid,
+    /// A failure mode.
+    Fail,
+    /// An outcome line written by a role itself (`-`).
+    Outcome,
+}
+
+impl Tag {
+    /// The tags an agent may use, in the order the prompt lists them.
+    pub const AGENT_TAGS: [Tag; 5] = [
+        Tag::Trick,
+        Tag::Lesson,
+        Tag::Decision,
+        Tag::Avoid,
+        Tag::Fail,
+    ];
+
+    /// As written in raw.md.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tag::Trick => "TRICK",
+            Tag::Lesson => "LESSON",
+            Tag::Decision => "DECISION",
+            Tag::Avoid => "AVOID",
+            Tag::Fail => "FAIL",
+            Tag::Outcome => "-",
+        }
+    }
+
+    /// The tag written `text` in raw.md (`TRICK`, …, `-`).
+    pub fn parse(text: &str) -> Option<Tag> {
+        Tag::AGENT_TAGS
+            .into_iter()
+            .chain([Tag::Outcome])
+            .find(|tag| tag.as_str() == text)
+    }
+}
+
+/// One raw.md line: `[2026-04-24T10:05:12Z] worker F-023 TRICK: text`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawEntry {
+    /// When it was appended.
+    pub time: Timestamp,
+    /// Who wrote it.
+    pub role: Role,
+    /// The feature it is about; `None` is written `-`.
+    pub feature: Option<FeatureId>,
+    /// Its kind.
+    pub tag: Tag,
+    /// One line of text.
+    pub text: String,
+}
+
+impl fmt::Display for RawEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let feature = self.feature.as_ref().map(FeatureId::as_str).unwrap_or("-");
+        write!(
+            f,
+            "[{}] {} {} {}: {}",
+            time::format(self.time),
+            self.role,
+            feature,
+            self.tag.as_str(),
+            self.text
+        )
+    }
+}
+
+/// Why a raw.md line is not an entry: a hand edit, or a line some other tool wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawLineError {
+    /// What is wrong, in a few words.
+    pub reason: String,
+}
+
+impl fmt::Display for RawLineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl std::error::Error for RawLineError {}
+
+impl RawEntry {
+    /// Reads one raw.md line (without its newline), the inverse of `Display`: only the exact
+    /// form the harness writes is an entry, so that `parse(line)?.to_string() == line`.
+    pub fn parse(line: &str) -> Result<RawEntry, RawLineError> {
+        let error = |reason: &str| RawLineError {
+            reason: reason.to_string(),
+        };
+        let rest = line
+            .strip_prefix('[')
+            .ok_or_else(|| error("does not start with `[<UTC time>]`"))?;
+        let (stamp, rest) = rest
+            .split_once("] ")
+            .ok_or_else(|| error("no `] ` after the time"))?;
+        let time = chrono::DateTime::parse_from_rfc3339(stamp)
+            .ok()
+            .map(|time| time.with_timezone(&chrono::Utc))
+            .filter(|time| time::format(*time) == stamp)
+            .ok_or_else(|| {
+                error("the time is not UTC RFC 3339 to the second (2026-04-24T10:05:12Z)")
+            })?;
+        let mut fields = rest.splitn(3, ' ');
+        let (Some(role), Some(feature), Some(rest)) = (fields.next(), fields.next(), fields.next())
+        else {
+            return Err(error(
+                "expected `<role> <FEATURE> <TAG>: <text>` after the time",
+            ));
+        };
+        let role = Role::ALL
+            .into_iter()
+            .find(|r| r.as_str() == role)
+            .ok_or_else(|| error("unknown role"))?;
+        let feature = match feature {
+            "-" => None,
+            id => Some(FeatureId::parse(id).map_err(|_| error("invalid feature id"))?),
+        };
+        let (tag, text) = rest
+            .split_once(':')
+            .ok_or_else(|| error("no `:` after the tag"))?;
+        let tag = Tag::parse(tag).ok_or_else(|| error("unknown tag"))?;
+        let text = text
+            .strip_prefix(' ')
+            .ok_or_else(|| error("no space after `<TAG>:`"))?;
+        Ok(RawEntry {
+            time,
+            role,
+            feature,
+            tag,
+            text: text.to_string(),
+        })
+    }
+}
+
+/// If `line` of agent output is a memory entry (`TRICK: …` and the like, leading blanks
+/// allowed), its tag and cleaned text.
+pub fn harvest_line(line: &str) -> Option<(Tag, String)> {
+    let line = line.trim_start();
+    Tag::AGENT_TAGS.into_iter().find_map(|tag| {
+        let rest = line.strip_prefix(tag.as_str())?.strip_prefix(':')?;
+        let text = one_line(rest);
+        (!text.is_empty()).then_some((tag, text))
+    })
+}
+
+/// Makes `text` a single clean line: control characters become spaces, runs of blanks fold,
+/// and anything past [`MAX_ENTRY_CHARS`] is cut with `…`.
+pub fn one_line(text: &str) -> String {
+    let mut cleaned = String::with_capacity(text.len().min(MAX_ENTRY_CHARS * 4));
+    for word in text
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+    {
+        if !cleaned.is_empty() {
+            cleaned.push(' ');
+        }
+        cleaned.push_str(word);
+        if cleaned.chars().count() > MAX_ENTRY_CHARS {
+            break;
+        }
+    }
+    cut(&cleaned, MAX_ENTRY_CHARS)
+}
+
+/// `text` cut to `most` characters, with `…` when cut.
+pub fn cut(text: &str, most: usize) -> String {
+    if text.chars().count() <= most {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(most.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// The raw.md lines of one invocation: the entries its agent printed, then the role's own
+/// outcome line (`-`), all stamped `time`.
+pub fn entries_with_outcome(
+    entries: &[(Tag, String)],
+    time: Timestamp,
+    role: Role,
+    feature: &FeatureId,
+    outcome: &str,
+) -> Vec<RawEntry> {
+    entries
+        .iter()
+        .map(|(tag, text)| (*tag, text.clone()))
+        .chain(std::iter::once((Tag::Outcome, one_line(outcome))))
+        .map(|(tag, text)| RawEntry {
+            time,
+            role,
+            feature: Some(feature.clone()),
+            tag,
+            text,
+        })
+        .collect()
+}
+
+/// Appends `entries` to raw.md under its lock, all in one write so that lines from processes
+/// appending at once never interleave or tear.
+pub fn append_raw(state: &StateDir, entries: &[RawEntry]) -> io::Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let mut text = String::new();
+    for entry in entries {
+        text.push_str(&entry.to_string());
+        text.push('\n');
+    }
+    let _lock = Lock::acquire(&state.raw_lock())?;
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(state.raw())?;
+    // A hand edit may have left the file without a final newline; never glue onto its last line.
+    if ends_without_newline(&state.raw())? {
+        text.insert(0, '\n');
+    }
+    let length_before = file.metadata()?.len();
+    if let Err(error) = file.write_all(text.as_bytes()) {
+        // A full disk (or a file-size limit) takes what fits and fails on the rest: take the part
+        // back, so raw.md never keeps a torn line. (Under the lock, nobody appended since.)
+        let _ = file.set_len(length_before);
+        return Err(error);
+    }
+    file.sync_data()
+}
+
+fn ends_without_newline(path: &Path) -> io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(false);
+    }
+    file.seek(SeekFrom::Start(len - 1))?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last[0] != b'\n')
+}
+
+/// The text of a memory file for a prompt, or `None` when it is missing or holds only blanks.
+/// Invalid UTF-8 (a mangled hand edit) is shown with replacement characters rather than refused.
+pub fn read_layer(path: &Path) -> io::Result<Option<String>> {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes).replace('\0', "");
+            let text = text.trim_start_matches('\u{feff}').trim().to_string();
+            Ok((!text.is_empty()).then_some(text))
+        }
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+/// A memory file (summary.md, identity) for a prompt: HTML comments are dropped, and a file with
+/// nothing but headings and comments (a fresh template) counts as empty.
+pub fn read_memory_layer(path: &Path) -> io::Result<Option<String>> {
+    Ok(read_layer(path)?.and_then(|text| {
+        let text = strip_comments(&text);
+        let substantial = text.lines().any(|line| {
+            let line = line.trim();
+            !line.is_empty() && !line.starts_with('#')
+        });
+        substantial.then(|| text.trim().to_string())
+    }))
+}
+
+/// How much of an identity file a prompt carries, in characters (~1,500 tokens): the file is
+/// append-only and cross-mission, so without a bound it would grow with every mission.
+pub const IDENTITY_PROMPT_CHARS: usize = 6_000;
+
+/// What the curator writes after a graduated line's text (see `roles::curator::graduation`).
+const GRADUATED: &str = " (graduated ";
+
+/// An identity file (comments stripped) as a prompt carries it: whole when it fits in
+/// [`IDENTITY_PROMPT_CHARS`]; else the user's own lines (headings, hand-written bullets) first,
+/// then the graduated lines from the newest back, as many as fit, in the file's order and with
+/// a line saying how many older graduated lines were left out (they stay in the file).
+pub fn identity_for_prompt(identity: &str) -> std::borrow::Cow<'_, str> {
+    if identity.chars().count() <= IDENTITY_PROMPT_CHARS {
+        return std::borrow::Cow::Borrowed(identity);
+    }
+    let lines: Vec<&str> = identity.lines().collect();
+    let graduated = |line: &str| line.trim_start().starts_with("- ") && line.contains(GRADUATED);
+    // The user's lines in file order, then the graduated ones newest first.
+    let priority = (0..lines.len())
+        .filter(|&i| !graduated(lines[i]))
+        .chain((0..lines.len()).rev().filter(|&i| graduated(lines[i])));
+    let mut keep = vec![false; lines.len()];
+    let mut room = IDENTITY_PROMPT_CHARS;
+    for index in priority {
+        let cost = lines[index].chars().count() + 1;
+        if cost > room {
+            break;
+        }
+        room -= cost;
+        keep[index] = true;
+    }
+    let left_out = (0..lines.len())
+        .filter(|&i| !keep[i] && !lines[i].trim().is_empty())
+        .count();
+    let mut text: String = (0..lines.len())
+        .filter(|&i| keep[i])
+        .map(|i| format!("{}\n", lines[i]))
+        .collect();
+    text.push_str(&format!(
+        "\n({left_out} lines left out to keep this layer short, the oldest graduated ones first; \
+         all are in the identity file)"
+    ));
+    std::borrow::Cow::Owned(text)
+}
+
+/// `text` without its HTML comments (`<!-- … -->`, possibly over several lines): what a prompt
+/// gets of a memory file. An unclosed `<!--` is no comment and is kept: a slip of the user's
+/// hand must not hide the rest of the memory from every prompt.
+pub fn strip_comments(text: &str) -> String {
+    let mut kept = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("<!--") {
+        kept.push_str(&rest[..start]);
+        match rest[start..].find("-->") {
+            Some(end) => rest = &rest[start + end + 3..],
+            None => {
+                rest = &rest[start..];
+                break;
+            }
+        }
+    }
+    kept.push_str(rest);
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> Timestamp {
+        chrono::DateTime::from_timestamp(1_777_025_112 + seconds, 0).unwrap()
+    }
+
+    #[test]
+    fn entry_has_the_documented_format() {
+        let entry = RawEntry {
+            time: at(0),
+            role: Role::Worker,
+            feature: Some(FeatureId::parse("F-023").unwrap()),
+            tag: Tag::Trick,
+            text: "psql -f drizzle/*.sql applies migrations in filename order".into(),
+        };
+        assert_eq!(
+            entry.to_string(),
+            "[2026-04-24T10:05:12Z] worker F-023 TRICK: psql -f drizzle/*.sql applies migrations in filename order"
+        );
+        let outcome = RawEntry {
+            tag: Tag::Outcome,
+            role: Role::Validator,
+            text: "F-023 verified".into(),
+            ..entry
+        };
+        assert!(outcome
+            .to_string()
+            .ends_with("validator F-023 -: F-023 verified"));
+    }
+
+    #[test]
+    fn parse_reads_back_what_display_writes() {
+        let entry = RawEntry {
+            time: at(0),
+            role: Role::Validator,
+            feature: None,
+            tag: Tag::Outcome,
+            text: "F-1 verified: curl  -s works: yes ".into(),
+        };
+        assert_eq!(RawEntry::parse(&entry.to_string()), Ok(entry.clone()));
+        let empty = RawEntry {
+            text: String::new(),
+            tag: Tag::Fail,
+            ..entry
+        };
+        assert_eq!(RawEntry::parse(&empty.to_string()), Ok(empty));
+        let line =
+            "[2026-04-24T10:05:12Z] worker F-023 TRICK: psql -f drizzle/*.sql applies migrations";
+        assert_eq!(RawEntry::parse(line).unwrap().to_string(), line);
+    }
+
+    #[test]
+    fn parse_refuses_what_the_harness_never_writes() {
+        for (line, why) in [
+            ("my own note", "does not start"),
+            ("[2026-04-24 10:05:12] worker F-1 TRICK: x", "UTC RFC 3339"),
+            (
+                "[2026-04-24T10:05:12+00:00] worker F-1 TRICK: x",
+                "UTC RFC 3339",
+            ),
+            ("[2026-04-24T10:05:12Z] robot F-1 TRICK: x", "unknown role"),
+            (
+                "[2026-04-24T10:05:12Z] worker ../x TRICK: x",
+                "invalid feature",
+            ),
+            ("[2026-04-24T10:05:12Z] worker F-1 TIP: x", "unknown tag"),
+            ("[2026-04-24T10:05:12Z] worker F-1 TRICK:x", "no space"),
+            ("[2026-04-24T10:05:12Z] worker F-1", "expected"),
+        ] {
+            let error = RawEntry::parse(line).unwrap_err();
+            assert!(error.reason.contains(why), "{line}: {error}");
+        }
+    }
+
+    #[test]
+    fn harvests_only_tagged_lines() {
+        assert_eq!(
+            harvest_line("  TRICK: use  cargo\ttest -q "),
+            Some((Tag::Trick, "use cargo test -q".into()))
+        );
+        assert_eq!(harvest_line("AVOID: x").unwrap().0, Tag::Avoid);
+        assert_eq!(harvest_line("FAIL: y").unwrap().0, Tag::Fail);
+        assert_eq!(harvest_line("DECISION: z").unwrap().0, Tag::Decision);
+        assert_eq!(harvest_line("LESSON: w").unwrap().0, Tag::Lesson);
+        assert_eq!(harvest_line("TRICK:   "), None);
+        assert_eq!(harvest_line("a TRICK: not at the start"), None);
+        assert_eq!(harvest_line("trick: lowercase"), None);
+        assert_eq!(harvest_line("TRICKY: no"), None);
+    }
+
+    #[test]
+    fn long_or_dirty_text_becomes_one_bounded_line() {
+        let text = one_line(&format!("a\u{1b}[31mb\r\n{}", "x ".repeat(1000)));
+        assert!(!text.contains('\n') && !text.contains('\u{1b}'));
+        assert_eq!(text.chars().count(), MAX_ENTRY_CHARS);
+        assert!(text.ends_with('…'));
+    }
+
+    #[test]
+    fn concurrent_appends_lose_and_interleave_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        let threads: Vec<_> = (0..8)
+            .map(|writer| {
+                let state = state.clone();
+                std::thread::spawn(move || {
+                    for n in 0..100 {
+                        let entry = RawEntry {
+                            time: at(n),
+                            role: Role::Worker,
+                            feature: Some(FeatureId::parse(&format!("F-{writer}")).unwrap()),
+                            tag: Tag::Trick,
+                            text: format!("writer {writer} entry {n} {}", "x".repeat(300)),
+                        };
+                        append_raw(&state, &[entry.clone(), entry]).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let text = std::fs::read_to_string(state.raw()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 8 * 100 * 2);
+        for line in &lines {
+            assert!(
+                line.starts_with("[2026-") && line.ends_with(&"x".repeat(300)),
+                "{line}"
+            );
+        }
+        for writer in 0..8 {
+            for n in 0..100 {
+                let needle = format!("writer {writer} entry {n} ");
+                assert_eq!(lines.iter().filter(|l| l.contains(&needle)).count(), 2);
+            }
+        }
+    }
+
+    #[test]
+    fn append_never_glues_onto_a_hand_edited_last_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        std::fs::write(state.raw(), "my own note without newline").unwrap();
+        let entry = RawEntry {
+            time: at(0),
+            role: Role::Worker,
+            feature: None,
+            tag: Tag::Lesson,
+            text: "x".into(),
+        };
+        append_raw(&state, std::slice::from_ref(&entry)).unwrap();
+        append_raw(&state, &[entry]).unwrap();
+        let text = std::fs::read_to_string(state.raw()).unwrap();
+        let lines: Vec<_> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0], "my own note without newline");
+        assert!(lines[1].ends_with("worker - LESSON: x"));
+    }
+
+    #[test]
+    fn a_template_with_only_headings_and_comments_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("worker.md");
+        std::fs::write(&path, "# Identity: worker\n\n<!-- explain\n more -->\n").unwrap();
+        assert_eq!(read_memory_layer(&path).unwrap(), None);
+        std::fs::write(&path, "# Identity\n<!-- c -->\n- run the tests first\n").unwrap();
+        assert_eq!(
+            read_memory_layer(&path).unwrap().unwrap(),
+            "# Identity\n\n- run the tests first"
+        );
+    }
+
+    /// Regression: an unclosed `<!--` in summary.md hid all the memory after it from prompts.
+    #[test]
+    fn an_unclosed_comment_hides_nothing() {
+        assert_eq!(
+            strip_comments("a <!-- b --> c\n<!-- never closed\n- a lesson\n"),
+            "a  c\n<!-- never closed\n- a lesson\n"
+        );
+        assert_eq!(strip_comments("<!-- x -->y<!--"), "y<!--");
+    }
+
+    #[test]
+    fn read_layer_skips_missing_and_blank_files() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_layer(&dir.path().join("none.md")).unwrap(), None);
+        std::fs::write(dir.path().join("blank.md"), " \n\n").unwrap();
+        assert_eq!(read_layer(&dir.path().join("blank.md")).unwrap(), None);
+        std::fs::write(dir.path().join("s.md"), b"## Lessons\n- a\xff\n").unwrap();
+        assert_eq!(
+            read_layer(&dir.path().join("s.md")).unwrap().unwrap(),
+            "## Lessons\n- a\u{fffd}"
+        );
+    }
+
+    #[test]
+    fn identity_is_bounded_keeping_the_users_lines_and_the_newest_graduations() {
+        let small = "# Identity: worker\n\n- run the tests before committing";
+        assert!(matches!(
+            identity_for_prompt(small),
+            std::borrow::Cow::Borrowed(_)
+        ));
+
+        let mut file = String::from("# Identity: worker\n\n- my own rule, by hand\n");
+        for n in 0..200 {
+            file.push_str(&format!(
+                "- lesson number {n:03} about the build (graduated 2026-11-21 from mission m: \
+                 LESSON recorded 3 times, forgotten in between (by F-001))\n"
+            ));
+        }
+        file.push_str("- another rule of mine, at the end\n");
+        let shown = identity_for_prompt(&file);
+        assert!(shown.chars().count() <= IDENTITY_PROMPT_CHARS + 200);
+        assert!(shown.starts_with("# Identity: worker\n\n- my own rule, by hand\n"));
+        assert!(shown.contains("- another rule of mine, at the end"));
+        assert!(shown.contains("lesson number 199"));
+        assert!(!shown.contains("lesson number 000"));
+        // The newest graduations, a contiguous run, in the file's order.
+        let kept: Vec<usize> = shown
+            .lines()
+            .filter_map(|line| line.strip_prefix("- lesson number "))
+            .map(|rest| rest[..3].parse().unwrap())
+            .collect();
+        assert!(kept.windows(2).all(|pair| pair[1] == pair[0] + 1));
+        assert_eq!(kept.last(), Some(&199));
+        let left_out = 200 - kept.len();
+        assert!(shown.ends_with(&format!(
+            "({left_out} lines left out to keep this layer short, the oldest graduated ones first; \
+             all are in the identity file)"
+        )));
+    }
+}

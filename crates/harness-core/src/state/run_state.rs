@@ -1,0 +1,390 @@
+//! The run state of one feature, `runs/<FEATURE>/state.json`: the one place its status lives
+//! (the seed's `runs` table, a file per row). Written atomically; re-read by every invocation.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::agent::{AgentRun, End};
+use crate::base::atomic::write_atomic;
+use crate::base::error::InputError;
+use crate::base::time::Timestamp;
+use crate::spec::features::FeatureId;
+use crate::spec::role::Role;
+use crate::state::usage::{Prices, UsageRecord};
+
+/// Where a feature stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Not started, or interrupted and waiting to be resumed.
+    Pending,
+    /// An invocation is (or was, if it was killed) under way.
+    Running,
+    /// The worker delivered the promise; waiting for the validator.
+    Provisional,
+    /// Accepted.
+    Done,
+    /// Stopped by a guardrail or rejected for good.
+    Failed,
+    /// Cannot run (a dependency failed, a merge conflict).
+    Blocked,
+}
+
+impl Status {
+    /// The lowercase name shown to users.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Running => "running",
+            Status::Provisional => "provisional",
+            Status::Done => "done",
+            Status::Failed => "failed",
+            Status::Blocked => "blocked",
+        }
+    }
+}
+
+/// How one invocation of an agent ended, from the harness's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Started and not (yet) recorded as ended: still running, or killed with the harness.
+    Started,
+    /// The agent exited 0 with the completion promise in its answer.
+    Completed,
+    /// The agent exited 0 without the promise.
+    NoPromise,
+    /// The agent exited non-zero.
+    AgentError,
+    /// The agent was killed by a signal it did not get from the harness.
+    Crashed,
+    /// The per-invocation timeout ran out and the harness killed the agent.
+    TimedOut,
+    /// Ctrl-C or SIGTERM stopped the invocation, or the harness itself was killed during it.
+    Interrupted,
+    /// The context filled up; a fresh agent continues (an iteration, not a failure).
+    Handoff,
+    /// Stopped because a token, cost or time budget ran out.
+    OverBudget,
+    /// The agent hit a rate or usage limit; the harness waited (not counted as an iteration).
+    RateLimited,
+    /// Accepted: the validator's pass.
+    Verified,
+    /// Turned down: the validator's fail (or no clear verdict), or a planner's invalid plan.
+    Rejected,
+}
+
+impl Outcome {
+    /// Words for notes and raw.md.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Outcome::Started => "started",
+            Outcome::Completed => "completed with the promise",
+            Outcome::NoPromise => "ended without the promise",
+            Outcome::AgentError => "agent exited with an error",
+            Outcome::Crashed => "agent crashed",
+            Outcome::TimedOut => "agent timed out",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Handoff => "handed off: the context was full",
+            Outcome::OverBudget => "stopped: a budget ran out",
+            Outcome::RateLimited => "hit a rate or usage limit",
+            Outcome::Verified => "verified",
+            Outcome::Rejected => "rejected",
+        }
+    }
+}
+
+/// One invocation of one role on the feature.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// The run id (also the run directory's name).
+    pub run_id: String,
+    /// Who ran.
+    pub role: Role,
+    /// The worker iteration this attempt was (or followed, for other roles).
+    pub iteration: u32,
+    /// When it started.
+    pub started_at: Timestamp,
+    /// When it ended; `None` while started.
+    #[serde(default)]
+    pub ended_at: Option<Timestamp>,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The agent's exit code, when it exited.
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// The signal that killed the agent, when one did.
+    #[serde(default)]
+    pub signal: Option<i32>,
+    /// Whether the completion promise was in the agent's answer.
+    #[serde(default)]
+    pub promise_found: bool,
+    /// Turns the agent reported; `None` when it reports none.
+    #[serde(default)]
+    pub turns: Option<u64>,
+    /// New commits in the working directory during the attempt; `None` without git.
+    #[serde(default)]
+    pub commits: Option<u64>,
+    /// All tokens the agent reported; `None` when unknown.
+    #[serde(default)]
+    pub tokens: Option<u64>,
+    /// Cost in USD, reported or estimated (see `usage`); `None` when unknown (never a fake 0).
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+    /// Bytes of output.
+    #[serde(default)]
+    pub output_bytes: u64,
+    /// Whether the attempt changed the working tree (new commits, files); `None` without git.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_changed: Option<bool>,
+    /// The normalised usage: tokens by kind, the cost and its source, the final answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageRecord>,
+}
+
+impl Attempt {
+    /// Records how the agent run ended and what it used (`prices` estimate a cost it did not
+    /// report); what its answer means is the role's to record.
+    pub fn record_end(
+        &mut self,
+        run: &AgentRun,
+        outcome: Outcome,
+        ended_at: Timestamp,
+        prices: Option<&Prices>,
+    ) {
+        self.ended_at = Some(ended_at);
+        self.outcome = outcome;
+        (self.exit_code, self.signal) = match run.end {
+            End::Exited(code) => (Some(code), None),
+            End::Signaled(signal) => (None, Some(signal)),
+            _ => (None, None),
+        };
+        let usage = UsageRecord::of(&run.output, prices);
+        self.turns = usage.turns;
+        // An agent stopped before it reported its usage still used at least its context.
+        self.tokens = usage.total_tokens.or(usage.context_tokens);
+        self.cost_usd = usage.cost_usd;
+        self.usage = Some(usage);
+        self.output_bytes = run.output.bytes;
+    }
+}
+
+/// The run state of one feature.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunState {
+    /// The feature.
+    pub feature_id: FeatureId,
+    /// Where it stands.
+    pub status: Status,
+    /// Worker iterations started so far (an interrupted one counts: it never goes back).
+    pub iteration_count: u32,
+    /// The guardrail, fixed when the feature starts; `--max-iterations` raises it.
+    pub max_iterations: u32,
+    /// The promise word, fixed when the feature starts.
+    pub completion_promise: String,
+    /// When the state was created.
+    pub created_at: Timestamp,
+    /// When it last changed.
+    pub updated_at: Timestamp,
+    /// When it became done or failed.
+    #[serde(default)]
+    pub finished_at: Option<Timestamp>,
+    /// Why it stopped, in words, when it is failed or blocked.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// The git worktree the feature works in, when it runs in parallel with others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<crate::mission::worktree::Worktree>,
+    /// Every invocation, oldest first.
+    #[serde(default)]
+    pub attempts: Vec<Attempt>,
+    /// The features the planner re-broke this one into (`replan`); set, the feature is superseded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded_by: Vec<FeatureId>,
+}
+
+impl RunState {
+    /// A fresh state for a feature that has never run.
+    pub fn new(
+        feature_id: FeatureId,
+        max_iterations: u32,
+        completion_promise: &str,
+        now: Timestamp,
+    ) -> Self {
+        Self {
+            feature_id,
+            status: Status::Pending,
+            iteration_count: 0,
+            max_iterations,
+            completion_promise: completion_promise.to_string(),
+            created_at: now,
+            updated_at: now,
+            finished_at: None,
+            reason: None,
+            worktree: None,
+            attempts: Vec::new(),
+            superseded_by: Vec::new(),
+        }
+    }
+
+    /// Reads `path`; `Ok(None)` when the feature has never run.
+    pub fn load(path: &Path) -> Result<Option<Self>, InputError> {
+        if !path.exists() {
+            return Ok(None);
+        }
+        let text = crate::spec::config::read_input(path)?;
+        serde_json::from_str(&text).map(Some).map_err(|error| {
+            InputError::in_file(path, format!("unreadable run state: {error}"))
+                .at_line(Some(error.line()))
+                .with_hint(
+                    "fix the JSON by hand, or move the file away to start the feature afresh",
+                )
+        })
+    }
+
+    /// Writes the state atomically.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        json.push(b'\n');
+        write_atomic(path, &json)
+    }
+
+    /// Marks attempts left `started` by a killed harness as interrupted; returns how many.
+    /// Only call this while holding the feature's lock, so no live attempt is touched.
+    pub fn recover_interrupted(&mut self, now: Timestamp) -> usize {
+        let mut recovered = 0;
+        for attempt in &mut self.attempts {
+            if attempt.outcome == Outcome::Started {
+                attempt.outcome = Outcome::Interrupted;
+                attempt.ended_at = Some(now);
+                recovered += 1;
+            }
+        }
+        if recovered > 0 && self.status == Status::Running {
+            self.status = Status::Pending;
+            self.updated_at = now;
+        }
+        recovered
+    }
+
+    /// Raises (or sets) the guardrail; a failed feature that now has iterations left is resumable.
+    pub fn set_max_iterations(&mut self, max_iterations: u32, now: Timestamp) {
+        self.max_iterations = max_iterations;
+        if self.status == Status::Failed && self.iteration_count < max_iterations {
+            self.status = Status::Pending;
+            self.reason = None;
+            self.finished_at = None;
+        }
+        self.updated_at = now;
+    }
+
+    /// Starts the next worker iteration: counts it and records a `started` attempt.
+    pub fn begin_iteration(&mut self, run_id: &str, now: Timestamp) -> u32 {
+        self.iteration_count += 1;
+        self.status = Status::Running;
+        self.begin_attempt(run_id, Role::Worker, now);
+        self.iteration_count
+    }
+
+    /// Marks the feature failed for `reason`.
+    pub fn fail(&mut self, reason: String, now: Timestamp) {
+        self.status = Status::Failed;
+        self.reason = Some(reason);
+        self.finished_at = Some(now);
+        self.updated_at = now;
+    }
+
+    /// Records a `started` attempt of `role` (not a worker iteration: the count stays).
+    pub fn begin_attempt(&mut self, run_id: &str, role: Role, now: Timestamp) {
+        self.updated_at = now;
+        self.attempts.push(Attempt {
+            run_id: run_id.to_string(),
+            role,
+            iteration: self.iteration_count,
+            started_at: now,
+            ended_at: None,
+            outcome: Outcome::Started,
+            exit_code: None,
+            signal: None,
+            promise_found: false,
+            turns: None,
+            commits: None,
+            tokens: None,
+            cost_usd: None,
+            output_bytes: 0,
+            tree_changed: None,
+            usage: None,
+        });
+    }
+
+    /// The attempt with `run_id`.
+    pub fn attempt_mut(&mut self, run_id: &str) -> Option<&mut Attempt> {
+        self.attempts.iter_mut().rev().find(|a| a.run_id == run_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::testing::at;
+
+    fn state() -> RunState {
+        RunState::new(
+            FeatureId::parse("F-001").unwrap(),
+            3,
+            "TASK_COMPLETE",
+            at(0),
+        )
+    }
+
+    #[test]
+    fn round_trips_through_json_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs/F-001/state.json");
+        let mut state = state();
+        state.begin_iteration("1-worker-F-001", at(1));
+        state.save(&path).unwrap();
+        let loaded = RunState::load(&path).unwrap().unwrap();
+        assert_eq!(loaded, state);
+        assert!(RunState::load(&dir.path().join("none.json"))
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn a_killed_attempt_becomes_interrupted_and_the_count_stays() {
+        let mut state = state();
+        state.begin_iteration("r1", at(1));
+        assert_eq!(state.recover_interrupted(at(2)), 1);
+        assert_eq!(state.attempts[0].outcome, Outcome::Interrupted);
+        assert_eq!(state.iteration_count, 1);
+        assert_eq!(state.status, Status::Pending);
+        assert_eq!(state.recover_interrupted(at(3)), 0);
+    }
+
+    #[test]
+    fn raising_the_guardrail_reopens_a_failed_feature() {
+        let mut state = state();
+        state.iteration_count = 3;
+        state.status = Status::Failed;
+        state.set_max_iterations(3, at(1));
+        assert_eq!(state.status, Status::Failed);
+        state.set_max_iterations(5, at(2));
+        assert_eq!(state.status, Status::Pending);
+        assert_eq!(state.max_iterations, 5);
+    }
+
+    #[test]
+    fn unreadable_state_is_an_input_error_with_a_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        std::fs::write(&path, "{\n  \"status\": \n").unwrap();
+        let error = RunState::load(&path).unwrap_err();
+        assert!(error.line.is_some());
+        assert!(error.message.contains("unreadable run state"));
+    }
+}
