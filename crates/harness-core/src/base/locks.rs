@@ -279,6 +279,9 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(2));
             !is_held(&path)
         });
-        assert!(released, "the lock outlived the last descriptor of its open file");
+        assert!(
+            released,
+            "the lock outlived the last descriptor of its open file"
+        );
     }
 }
