@@ -423,8 +423,9 @@ fn the_status_board_in_text_and_json() {
     );
     let out = project.planner(&["status"]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let identity = project.identity_dir().display().to_string();
     assert_eq!(
-        text(&out.stdout),
+        text(&out.stdout).replace(&identity, "<identity>"),
         "\
 ID     TITLE         STATUS       ITER  LAST              TIME
 F-001  Sign-up form  done         2/10  worker completed  9m 30s
@@ -436,6 +437,7 @@ iterations: 3
 time:       9m 30s
 tokens:     2000
 cost:       $0.50
+identity:   <identity> (set by HARNESS_IDENTITY_DIR)
 "
     );
 
@@ -452,6 +454,8 @@ cost:       $0.50
     assert_eq!(board["totals"]["features"], 3);
     assert_eq!(board["totals"]["tokens"], 2000);
     assert_eq!(board["totals"]["cost_usd"], 0.5);
+    assert_eq!(board["identity"]["dir"], identity.as_str());
+    assert_eq!(board["identity"]["source"], "override");
 }
 
 #[test]

@@ -9,8 +9,11 @@ use anyhow::Context;
 use harness_core::base::exit_codes;
 use harness_core::roles::session::FeatureRequest;
 use harness_core::spec::features::FeatureId;
-use harness_core::spec::layout::{HarnessHome, RunId, StateDir};
+use harness_core::spec::layout::{HarnessHome, RunId, StateDir, UserDirs};
 use harness_core::InputError;
+
+/// What `--version` prints after a binary's name: the version and the commit it was built from.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("HARNESS_COMMIT"), ")");
 
 /// Where the project and its state are.
 #[derive(Debug, Clone, clap::Args)]
@@ -52,14 +55,16 @@ pub struct Install {
     #[arg(long, env = "HARNESS_HOME")]
     pub harness_home: Option<PathBuf>,
 
-    /// Where the identity files (L4) are [default: <harness home>/identity].
+    /// Where the identity files (L4) are [default: <harness home>/identity in a checkout, else
+    /// $XDG_DATA_HOME/harness/identity].
     #[arg(long, env = "HARNESS_IDENTITY_DIR")]
     pub identity_dir: Option<PathBuf>,
 }
 
 impl Install {
-    /// The install, found from the flags, the environment or this binary's location.
-    pub fn resolve(&self) -> anyhow::Result<HarnessHome> {
+    /// The install, found from the flags, the environment or this binary's location; writes
+    /// nothing (what `status` and `help` use to say where the identity is).
+    pub fn locate(&self) -> anyhow::Result<HarnessHome> {
         let root = match &self.harness_home {
             Some(home) => home.clone(),
             None => std::env::current_exe()
@@ -67,7 +72,28 @@ impl Install {
                 .and_then(|exe| HarnessHome::discover_from(&exe))
                 .context("cannot find the harness install (roles/); set HARNESS_HOME")?,
         };
-        Ok(HarnessHome::new(root, self.identity_dir.clone()))
+        Ok(HarnessHome::locate(
+            root,
+            self.identity_dir.clone(),
+            &UserDirs::from_env(),
+        )?)
+    }
+
+    /// [`Install::locate`] for a role about to run: an install's identity directory is seeded
+    /// from the shipped files on its first use.
+    pub fn resolve(&self) -> anyhow::Result<HarnessHome> {
+        let home = self.locate()?;
+        harness_core::state::identity::seed(&home).map_err(|error| {
+            InputError::in_file(
+                home.identity_dir(),
+                format!(
+                    "cannot create the identity directory from {}: {error}",
+                    home.shipped_identity().display()
+                ),
+            )
+            .with_hint("make it writable, or set HARNESS_IDENTITY_DIR to a directory you can write")
+        })?;
+        Ok(home)
     }
 }
 

@@ -22,7 +22,7 @@ use harness_core::spec::layout::RunId;
 /// written); 75 another curator is running on this project (see --wait); 130 interrupted by
 /// Ctrl-C or SIGTERM during the pass or the agent's run (it stops at once; nothing written).
 #[derive(Debug, Parser)]
-#[command(name = "curator", version)]
+#[command(name = "curator", version = harness_cli::VERSION)]
 struct Cli {
     #[command(flatten)]
     place: Place,

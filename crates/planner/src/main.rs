@@ -24,7 +24,7 @@ use harness_core::spec::layout::RunId;
 /// is then unchanged); 75 another planner is running, or the feature is being run; 130
 /// interrupted. `outcome` exits 0, 2 or 3 (see its help).
 #[derive(Debug, Parser)]
-#[command(name = "planner", version)]
+#[command(name = "planner", version = harness_cli::VERSION)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -52,7 +52,9 @@ enum Command {
     Status {
         #[command(flatten)]
         place: Place,
-        /// One JSON object (`features`, `totals`) instead of the table.
+        #[command(flatten)]
+        install: Install,
+        /// One JSON object (`features`, `totals`, `identity`) instead of the table.
         #[arg(long)]
         json: bool,
     },
@@ -111,7 +113,11 @@ fn main() -> ExitCode {
     harness_cli::main("planner", || match cli.command {
         Command::Plan { run } => plan(run),
         Command::Replan { feature, run } => replan(&feature, run),
-        Command::Status { place, json } => board(place, json),
+        Command::Status {
+            place,
+            install,
+            json,
+        } => board(place, &install, json),
         Command::Report { place, output } => write_report(place, output),
         Command::Next {
             place,
@@ -166,9 +172,10 @@ fn print_report(report: &PlanReport) -> u8 {
     report.exit_code
 }
 
-fn board(place: Place, json: bool) -> anyhow::Result<u8> {
+fn board(place: Place, install: &Install, json: bool) -> anyhow::Result<u8> {
     let (_, state) = place.resolve()?;
-    let board = status::load(&state, time::now())?;
+    let home = install.locate()?;
+    let board = status::load(&state, home.identity_location(), time::now())?;
     if json {
         let text =
             serde_json::to_string_pretty(&board).context("cannot write the board as JSON")?;

@@ -15,7 +15,7 @@ use harness_core::roles::validator::run_validator;
 /// notes); 2 fail and max_iterations is reached; 1 usage or input error (e.g. the feature is not
 /// provisional); 75 the feature is being run by another process; 130 interrupted.
 #[derive(Debug, Parser)]
-#[command(name = "validator", version)]
+#[command(name = "validator", version = harness_cli::VERSION)]
 struct Cli {
     #[command(flatten)]
     feature: FeatureArgs,

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use harness_cli::{FeatureArgs, Place};
+use harness_cli::{FeatureArgs, Install, Place};
 use harness_core::base::exit_codes;
 use harness_core::roles::session::check_inputs;
 use harness_core::roles::worker::{run_worker_iteration, run_worker_loop, WorkerRequest};
@@ -22,7 +22,7 @@ use harness_core::spec::role::Role;
 /// it next; 1 usage, configuration or input error; 2 max_iterations reached;
 /// 3 the feature is blocked; 75 the feature is being run by another process; 130 interrupted.
 #[derive(Debug, Parser)]
-#[command(name = "worker", version, args_conflicts_with_subcommands = true)]
+#[command(name = "worker", version = harness_cli::VERSION, args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -64,6 +64,16 @@ enum Command {
         #[arg(long, value_enum, default_value = "worker")]
         role: ExplainRole,
     },
+    /// For run.sh (`help`, `--version`): print this harness's version and commit, then where its
+    /// install and its identity directory are. Writes nothing.
+    #[command(hide = true)]
+    About {
+        #[command(flatten)]
+        install: Install,
+        /// Print the first line only: `harness <version> (commit <hash>)`.
+        #[arg(long)]
+        version: bool,
+    },
     /// For run.sh: take the feature's lock on an inherited file descriptor, on behalf of the
     /// calling process (which keeps it until it closes the descriptor); exit 75 if it is held.
     #[command(hide = true)]
@@ -103,6 +113,7 @@ fn main() -> ExitCode {
         Some(Command::Lock { place, feature, fd }) => lock(place, &feature, fd),
         Some(Command::Worktree { feature }) => worktree(&feature),
         Some(Command::Explain { feature, role }) => explain(&feature, role),
+        Some(Command::About { install, version }) => about(&install, version),
         None => iterate(cli.iteration),
     })
 }
@@ -148,6 +159,16 @@ fn lock(place: Place, feature: &str, fd: i32) -> anyhow::Result<u8> {
     )?;
     // Once per run, with the feature ours: what a killed run left half-written goes.
     harness_core::roles::session::sweep_stale_temps(&state, &feature);
+    Ok(exit_codes::DONE)
+}
+
+fn about(install: &Install, version_only: bool) -> anyhow::Result<u8> {
+    println!("harness {}", harness_cli::VERSION);
+    if !version_only {
+        let home = install.locate()?;
+        println!("install:  {}", home.root().display());
+        println!("identity: {}", home.identity_location());
+    }
     Ok(exit_codes::DONE)
 }
 

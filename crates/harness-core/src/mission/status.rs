@@ -11,7 +11,7 @@ use crate::base::time::Timestamp;
 use crate::mission::schedule::{self, States};
 use crate::spec::config::Config;
 use crate::spec::features::{FeatureId, FeatureList};
-use crate::spec::layout::StateDir;
+use crate::spec::layout::{IdentityDir, StateDir};
 use crate::spec::role::Role;
 use crate::state::run_state::{Attempt, Outcome, RunState, Status};
 
@@ -143,6 +143,9 @@ pub struct Board {
     pub features: Vec<FeatureRow>,
     /// The totals.
     pub totals: Totals,
+    /// The identity directory the roles use (`status` shows it; the report does not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity: Option<IdentityDir>,
 }
 
 /// The board of `features`: `states` as loaded, `is_running` whether a process holds the
@@ -202,22 +205,31 @@ pub fn board(
     Board {
         features: rows,
         totals,
+        identity: None,
     }
 }
 
-/// The board of the project at `state_dir`, now.
-pub fn load(state_dir: &StateDir, now: Timestamp) -> Result<Board, InputError> {
+/// The board of the project at `state_dir`, now, with the identity directory in use.
+pub fn load(
+    state_dir: &StateDir,
+    identity: &IdentityDir,
+    now: Timestamp,
+) -> Result<Board, InputError> {
     state_dir.require_initialised()?;
     let config = Config::load(&state_dir.config())?;
     let features = FeatureList::load(&state_dir.features())?;
     let states = schedule::load_states(state_dir, &features)?;
-    Ok(board(
+    let board = board(
         &features,
         &states,
         |id| schedule::is_being_run(state_dir, id),
         config.max_iterations,
         now,
-    ))
+    );
+    Ok(Board {
+        identity: Some(identity.clone()),
+        ..board
+    })
 }
 
 /// How long an attempt took; one still running counts up to `now`, one left `started` by a
@@ -316,6 +328,11 @@ impl Board {
                 text.push('\n');
             }
         }
+        text + &self.render_totals()
+    }
+
+    /// The totals' lines of the text board, and the identity directory in use.
+    fn render_totals(&self) -> String {
         let totals = &self.totals;
         let others: Vec<String> = totals
             .by_status
@@ -329,7 +346,7 @@ impl Board {
             .get(&BoardStatus::Superseded)
             .copied()
             .unwrap_or(0);
-        text.push_str(&format!(
+        let mut text = format!(
             "\nfeatures:   {}/{} done{}\n",
             totals.done,
             totals.features - superseded,
@@ -338,7 +355,7 @@ impl Board {
             } else {
                 format!(" ({})", others.join(", "))
             }
-        ));
+        );
         text.push_str(&format!("iterations: {}\n", totals.iterations));
         text.push_str(&format!(
             "time:       {}\n",
@@ -356,6 +373,9 @@ impl Board {
                 .cost_usd
                 .map_or("unknown".to_string(), |c| format!("${c:.2}"))
         ));
+        if let Some(identity) = &self.identity {
+            text.push_str(&format!("identity:   {identity}\n"));
+        }
         text
     }
 }
@@ -513,6 +533,26 @@ cost:       $0.25
         assert!(board
             .render_text()
             .contains("tokens:     unknown\ncost:       unknown\n"));
+    }
+
+    #[test]
+    fn the_board_of_a_project_names_the_identity_directory_in_use() {
+        let (features, states) = example();
+        let board = Board {
+            identity: Some(IdentityDir {
+                dir: "/home/u/.local/share/harness/identity".into(),
+                source: crate::spec::layout::IdentitySource::DataDir,
+            }),
+            ..board(&features, &states, |_| false, 10, at(845))
+        };
+        assert!(board.render_text().ends_with(
+            "cost:       $0.25\nidentity:   /home/u/.local/share/harness/identity (the user's data directory)\n"
+        ));
+        let json = serde_json::to_value(&board).unwrap();
+        assert_eq!(
+            json["identity"],
+            serde_json::json!({"dir": "/home/u/.local/share/harness/identity", "source": "data_dir"})
+        );
     }
 
     #[test]

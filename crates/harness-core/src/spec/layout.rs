@@ -1,7 +1,10 @@
-//! Where everything lives: the `.harness/` state directory of a project, and the harness install
-//! (`HARNESS_HOME`: `roles/`, `identity/`). Every path the harness touches is built here.
+//! Where everything lives: the `.harness/` state directory of a project, the harness install
+//! (`HARNESS_HOME`: `roles/`, `identity/`) and the identity directory it uses. Every path the
+//! harness touches is built here.
 
 use std::path::{Path, PathBuf};
+
+use serde::Serialize;
 
 use crate::base::error::InputError;
 use crate::spec::features::FeatureId;
@@ -271,24 +274,125 @@ impl std::fmt::Display for RunId {
     }
 }
 
-/// The harness install: `roles/` (the prompt of each role) and, by default, `identity/` (L4).
+/// Why the identity directory (L4) is where it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdentitySource {
+    /// `HARNESS_IDENTITY_DIR` (or `--identity-dir`) names it.
+    Override,
+    /// A source checkout keeps it beside its roles, in `identity/`.
+    Checkout,
+    /// An installed harness keeps it in the user's data directory, seeded from its `identity/`.
+    DataDir,
+}
+
+/// The identity directory (L4) in use, and why there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IdentityDir {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Why it is this one.
+    pub source: IdentitySource,
+}
+
+impl std::fmt::Display for IdentityDir {
+    /// `<dir> (<why>)`, as `help` and `status` show it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let why = match self.source {
+            IdentitySource::Override => "set by HARNESS_IDENTITY_DIR",
+            IdentitySource::Checkout => "the checkout's own identity/",
+            IdentitySource::DataDir => "the user's data directory",
+        };
+        write!(f, "{} ({why})", self.dir.display())
+    }
+}
+
+/// The user's directories an installed harness keeps its identity in: `$XDG_DATA_HOME` and `$HOME`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserDirs {
+    /// `$XDG_DATA_HOME`, if set.
+    pub data_home: Option<PathBuf>,
+    /// `$HOME`, if set.
+    pub home: Option<PathBuf>,
+}
+
+impl UserDirs {
+    /// The directories of this process's environment (an empty value counts as unset).
+    pub fn from_env() -> Self {
+        let var = |name| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        Self {
+            data_home: var("XDG_DATA_HOME"),
+            home: var("HOME"),
+        }
+    }
+
+    /// `$XDG_DATA_HOME/harness/identity`, else `$HOME/.local/share/harness/identity`. The XDG
+    /// spec says a relative `XDG_DATA_HOME` is invalid and to be ignored, and so it is.
+    fn identity_dir(&self) -> Option<PathBuf> {
+        let data_home = match &self.data_home {
+            Some(dir) if dir.is_absolute() => dir.clone(),
+            _ => self.home.as_ref()?.join(".local").join("share"),
+        };
+        Some(data_home.join("harness").join("identity"))
+    }
+}
+
+/// The harness install: `roles/` (the prompt of each role), `identity/` (the identity files it
+/// ships), and the identity directory (L4) in use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HarnessHome {
     root: PathBuf,
-    identity: PathBuf,
+    identity: IdentityDir,
 }
 
 impl HarnessHome {
-    /// The install at `root`; identity files in `identity_override` (`HARNESS_IDENTITY_DIR`) when
-    /// given, else in `root/identity`.
-    pub fn new(root: impl Into<PathBuf>, identity_override: Option<PathBuf>) -> Self {
+    /// The install at `root`, its identity directory chosen by [`HarnessHome::choose_identity`]
+    /// (a home with a `Cargo.toml` is a source checkout).
+    pub fn locate(
+        root: impl Into<PathBuf>,
+        identity_override: Option<PathBuf>,
+        user: &UserDirs,
+    ) -> Result<Self, InputError> {
         let root = root.into();
-        let identity = identity_override.unwrap_or_else(|| root.join("identity"));
-        Self { root, identity }
+        let is_checkout = root.join("Cargo.toml").is_file();
+        let identity = Self::choose_identity(&root, identity_override, is_checkout, user)?;
+        Ok(Self { root, identity })
+    }
+
+    /// The one rule for where the identity lives: `HARNESS_IDENTITY_DIR` when given; else a
+    /// checkout's own `identity/` (as it always was); else, for an install, the user's data
+    /// directory, so that curating a project never writes into the install.
+    pub fn choose_identity(
+        root: &Path,
+        identity_override: Option<PathBuf>,
+        is_checkout: bool,
+        user: &UserDirs,
+    ) -> Result<IdentityDir, InputError> {
+        let (dir, source) = match identity_override {
+            Some(dir) => (dir, IdentitySource::Override),
+            None if is_checkout => (root.join("identity"), IdentitySource::Checkout),
+            None => match user.identity_dir() {
+                Some(dir) => (dir, IdentitySource::DataDir),
+                None => {
+                    let error = InputError::new(
+                        "cannot tell where to keep the identity files: neither XDG_DATA_HOME nor HOME is set",
+                    );
+                    return Err(error.with_hint(
+                        "set HOME, or HARNESS_IDENTITY_DIR to the directory of your identity files",
+                    ));
+                }
+            },
+        };
+        Ok(IdentityDir { dir, source })
     }
 
     /// Finds the install from the running binary: the nearest ancestor directory of the executable
-    /// holding `roles/worker.md` (a `target/<profile>/` build inside the repository).
+    /// holding `roles/worker.md` (the checkout of a `target/<profile>/` build, or the
+    /// `lib/harness/` of `make install`, whose binaries are in `bin/`).
     pub fn discover_from(executable: &Path) -> Option<PathBuf> {
         executable
             .ancestors()
@@ -309,22 +413,32 @@ impl HarnessHome {
 
     /// The identity directory (L4).
     pub fn identity_dir(&self) -> &Path {
+        &self.identity.dir
+    }
+
+    /// The identity directory and why it is where it is.
+    pub fn identity_location(&self) -> &IdentityDir {
         &self.identity
+    }
+
+    /// `identity/`: the identity files the harness ships; the seed of an install's identity.
+    pub fn shipped_identity(&self) -> PathBuf {
+        self.root.join("identity")
     }
 
     /// `identity/<role>.md`: the role's cross-mission memory.
     pub fn identity(&self, role: Role) -> PathBuf {
-        self.identity.join(format!("{role}.md"))
+        self.identity.dir.join(format!("{role}.md"))
     }
 
     /// `identity/ledger.json`: the curator's cross-mission ledger of failure modes, by mission.
     pub fn ledger(&self) -> PathBuf {
-        self.identity.join("ledger.json")
+        self.identity.dir.join("ledger.json")
     }
 
     /// The lock curators of every project hold while they read and append to the identity files.
     pub fn identity_lock(&self) -> PathBuf {
-        self.identity.join(".curator.lock")
+        self.identity.dir.join(".curator.lock")
     }
 }
 
@@ -388,20 +502,74 @@ mod tests {
     }
 
     #[test]
-    fn identity_dir_can_be_overridden() {
-        let home = HarnessHome::new("/opt/harness", Some(PathBuf::from("/tmp/id")));
+    fn identity_dir_is_the_override_then_the_checkout_then_the_data_dir() {
+        let root = Path::new("/opt/harness");
+        let user = UserDirs {
+            data_home: Some(PathBuf::from("/home/u/data")),
+            home: Some(PathBuf::from("/home/u")),
+        };
+        let choose = |over: Option<&str>, checkout, user: &UserDirs| {
+            HarnessHome::choose_identity(root, over.map(PathBuf::from), checkout, user)
+        };
+        for checkout in [true, false] {
+            assert_eq!(
+                choose(Some("/tmp/id"), checkout, &user)
+                    .unwrap()
+                    .to_string(),
+                "/tmp/id (set by HARNESS_IDENTITY_DIR)"
+            );
+        }
+        assert_eq!(
+            choose(None, true, &user).unwrap().to_string(),
+            "/opt/harness/identity (the checkout's own identity/)"
+        );
+        assert_eq!(
+            choose(None, false, &user).unwrap().to_string(),
+            "/home/u/data/harness/identity (the user's data directory)"
+        );
+        // No XDG_DATA_HOME, or a relative one (invalid by the XDG spec): ~/.local/share.
+        for data_home in [None, Some(PathBuf::from("relative/data"))] {
+            let user = UserDirs {
+                data_home,
+                ..user.clone()
+            };
+            assert_eq!(
+                choose(None, false, &user).unwrap().dir,
+                PathBuf::from("/home/u/.local/share/harness/identity")
+            );
+        }
+        let error = choose(None, false, &UserDirs::default()).unwrap_err();
+        assert!(
+            error.message.contains("neither XDG_DATA_HOME nor HOME"),
+            "{error}"
+        );
+        assert!(error.hint.unwrap().contains("HARNESS_IDENTITY_DIR"));
+    }
+
+    #[test]
+    fn a_home_with_a_cargo_toml_is_a_checkout() {
+        let checkout = tempfile::tempdir().unwrap();
+        std::fs::write(checkout.path().join("Cargo.toml"), "").unwrap();
+        let install = tempfile::tempdir().unwrap();
+        let user = UserDirs {
+            data_home: None,
+            home: Some(PathBuf::from("/home/u")),
+        };
+        let home = HarnessHome::locate(checkout.path(), None, &user).unwrap();
+        assert_eq!(home.identity_location().source, IdentitySource::Checkout);
         assert_eq!(
             home.identity(Role::Worker),
-            PathBuf::from("/tmp/id/worker.md")
+            home.shipped_identity().join("worker.md")
         );
-        let home = HarnessHome::new("/opt/harness", None);
+        let home = HarnessHome::locate(install.path(), None, &user).unwrap();
+        assert_eq!(home.identity_location().source, IdentitySource::DataDir);
         assert_eq!(
             home.identity(Role::Curator),
-            PathBuf::from("/opt/harness/identity/curator.md")
+            PathBuf::from("/home/u/.local/share/harness/identity/curator.md")
         );
         assert_eq!(
             home.role_prompt(Role::Worker),
-            PathBuf::from("/opt/harness/roles/worker.md")
+            install.path().join("roles/worker.md")
         );
     }
 }
