@@ -1,7 +1,7 @@
 # The one entry point: `make demo`, `make test`, `make ci` (what .ci/run calls).
 CARGO ?= cargo
 
-.PHONY: all build build-debug test lint fmt clippy ci demo install clean help test-browser bench
+.PHONY: all build build-debug test lint fmt clippy ci demo install uninstall clean help test-browser bench
 
 all: build
 
@@ -11,7 +11,8 @@ help:
 	@echo "make lint     cargo fmt --check and cargo clippy -D warnings"
 	@echo "make ci       lint and test (what .ci/run runs)"
 	@echo "make build    release build of the binaries (what run.sh uses)"
-	@echo "make install  install the binaries into ~/.cargo/bin"
+	@echo "make install  install the \`harness\` command into PREFIX/bin (PREFIX=~/.local by default)"
+	@echo "make uninstall  remove what \`make install\` installed (never the identity it seeded)"
 
 build:
 	$(CARGO) build --release --workspace --bins
@@ -47,9 +48,45 @@ bench: build
 test-browser:
 	./tests/browser/screenshot.sh
 
-install:
-	$(CARGO) install --path crates/worker --root $${CARGO_HOME:-$$HOME/.cargo}
-	$(CARGO) install --path crates/scripted-agent --root $${CARGO_HOME:-$$HOME/.cargo}
+# `make install`: the `harness` command in PREFIX/bin, a link to run.sh in PREFIX/lib/harness, which
+# holds everything else a run needs: bin/ (the release binaries), roles/ and identity/ (the seed of
+# the user's identity, $XDG_DATA_HOME/harness/identity, made from it on first use). Each file is put
+# in place by a rename, so that a mission running during an upgrade keeps its old files whole.
+# BIN_DIR=<dir> installs binaries built already (the tests install their debug build so).
+PREFIX ?= $(HOME)/.local
+INSTALL_HOME = $(PREFIX)/lib/harness
+INSTALL_COMMAND = $(PREFIX)/bin/harness
+INSTALL_BINARIES = worker validator planner curator scripted-agent
+# What is installed under INSTALL_HOME: one list for install and uninstall.
+INSTALL_FILES = run.sh $(addprefix bin/,$(INSTALL_BINARIES)) $(wildcard roles/*.md) $(wildcard identity/*.md)
+INSTALL_SOURCE_BIN = $(or $(BIN_DIR),target/release)
+
+install: $(if $(BIN_DIR),,build)
+	@set -e; \
+	for binary in $(INSTALL_BINARIES); do \
+	  test -x '$(INSTALL_SOURCE_BIN)'/$$binary || { \
+	    echo "make install: error: no $$binary in $(INSTALL_SOURCE_BIN)" >&2; \
+	    echo "hint: run \`make build\`, or give BIN_DIR=<the directory of the built binaries>" >&2; exit 1; }; \
+	done; \
+	install -d '$(INSTALL_HOME)/bin' '$(INSTALL_HOME)/roles' '$(INSTALL_HOME)/identity' '$(dir $(INSTALL_COMMAND))'; \
+	for file in $(INSTALL_FILES); do \
+	  case $$file in \
+	    bin/*) source='$(INSTALL_SOURCE_BIN)'/$${file#bin/} mode=755 ;; \
+	    run.sh) source=$$file mode=755 ;; \
+	    *) source=$$file mode=644 ;; \
+	  esac; \
+	  install -m $$mode "$$source" '$(INSTALL_HOME)'/$$file.new; \
+	  mv -f '$(INSTALL_HOME)'/$$file.new '$(INSTALL_HOME)'/$$file; \
+	done; \
+	ln -sfn ../lib/harness/run.sh '$(INSTALL_COMMAND)'; \
+	echo "installed $(INSTALL_COMMAND) -> $(INSTALL_HOME)/run.sh"; \
+	case ":$$PATH:" in *':$(PREFIX)/bin:'*) ;; *) echo "note: $(PREFIX)/bin is not on your PATH" ;; esac
+
+# Removes exactly what `make install` put there (and what an interrupted one left half-copied);
+# the user's identity directory is never touched.
+uninstall:
+	rm -f '$(INSTALL_COMMAND)' $(foreach file,$(INSTALL_FILES),'$(INSTALL_HOME)'/$(file) '$(INSTALL_HOME)'/$(file).new)
+	-rmdir '$(INSTALL_HOME)/bin' '$(INSTALL_HOME)/roles' '$(INSTALL_HOME)/identity' '$(INSTALL_HOME)' 2>/dev/null
 
 clean:
 	$(CARGO) clean

@@ -4,7 +4,19 @@
 # Run `./run.sh help` for usage. Exit codes: see the README ("Exit codes").
 set -euo pipefail
 
-HARNESS_HOME=${HARNESS_HOME:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
+# The directory run.sh really is in, through every symlink to it (the `harness` command of
+# `make install` is one): readlink without -f, which BSD and macOS have too.
+script_home() {
+  local path=${BASH_SOURCE[0]} target hops=0
+  while [[ -L $path ]] && ((hops++ < 40)); do
+    target=$(readlink "$path")
+    [[ $target == /* ]] || target=$(dirname "$path")/$target
+    path=$target
+  done
+  cd -P "$(dirname "$path")" && pwd
+}
+
+HARNESS_HOME=${HARNESS_HOME:-$(script_home)}
 export HARNESS_HOME
 
 readonly EXIT_USAGE=1
@@ -13,7 +25,7 @@ readonly EXIT_PROVISIONAL=11 # worker: the promise was delivered: run the valida
 
 usage() {
   cat <<'USAGE'
-Usage: ./run.sh [-C DIR] <command> [options]
+Usage: ./run.sh [-C DIR] <command> [options]     (installed: harness [-C DIR] <command> [options])
 
 Commands:
   init               create DIR/.harness/ (config.yaml, mission.md, features.yaml); never overwrites
@@ -32,7 +44,7 @@ Commands:
                      agent delivers the promise, then the validator (unless validate: false);
                      a rejection goes back to the worker. Stops when the feature is done or a
                      guardrail stops it; resumes where an earlier run stopped
-  help               show this help
+  help               show this help, and where the install and the identity directory are
 
 Options (before or after the command):
   -C, --workdir DIR  the project to work on (default: the current directory)
@@ -46,15 +58,29 @@ Options (before or after the command):
   --worktree         run the feature in its own git worktree (what `all --parallel` does)
   -q, --quiet        do not copy the agent's output to the terminal (it still goes to output.log)
   -h, --help         show this help
+  --version          print the version and the commit it was built from
 
 Exit codes: 0 done (for `all`: every feature done); 1 usage, configuration or input error, or a
 rejected plan; 2 stopped by a guardrail (max_iterations); 3 blocked or failed for good (for `all`:
 some feature is not done); 75 the feature (or a planner) is already being run; 130 interrupted.
 
-Environment: HARNESS_HOME (the harness install; default: this script's directory),
-HARNESS_BIN_DIR (where the binaries are; default: built into HARNESS_HOME/target),
-HARNESS_IDENTITY_DIR (the identity files; default: HARNESS_HOME/identity).
+Environment: HARNESS_HOME (the harness install; default: the directory of this script, symlinks
+followed), HARNESS_BIN_DIR (where the binaries are; default: HARNESS_HOME/target/release or debug
+in a checkout, HARNESS_HOME/bin when installed), HARNESS_IDENTITY_DIR (the identity files; default:
+HARNESS_HOME/identity in a checkout, $XDG_DATA_HOME/harness/identity when installed).
 USAGE
+}
+
+# `help`: the usage, then this harness's version, install and identity directory as the binaries
+# see them (without building them: help must work before the first build).
+cmd_help() {
+  usage
+  printf '\n'
+  if locate_binaries; then
+    "$WORKER" about
+  else
+    printf 'install:  %s (not built yet: make build there)\n' "$HARNESS_HOME"
+  fi
 }
 
 die() {
@@ -65,19 +91,41 @@ die() {
   exit "$EXIT_USAGE"
 }
 
-# Sets BIN_DIR to where the role binaries are, building them on first use.
+# Sets BIN_DIR, WORKER, VALIDATOR, PLANNER and CURATOR to the binaries in directory $1.
+use_binaries() {
+  BIN_DIR=$1
+  WORKER=$BIN_DIR/worker
+  VALIDATOR=$BIN_DIR/validator
+  PLANNER=$BIN_DIR/planner
+  CURATOR=$BIN_DIR/curator
+}
+
+# Uses the role binaries where they are (HARNESS_BIN_DIR when set; else a checkout's release or
+# debug build, or an install's bin/); fails if there are none.
+locate_binaries() {
+  local -a dirs=("$HARNESS_HOME/target/release" "$HARNESS_HOME/target/debug" "$HARNESS_HOME/bin")
+  [[ -z ${HARNESS_BIN_DIR:-} ]] || dirs=("$HARNESS_BIN_DIR")
+  local dir
+  for dir in "${dirs[@]}"; do
+    if [[ -x $dir/worker ]]; then
+      use_binaries "$dir"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# Uses the role binaries, building them in a checkout on first use.
 find_binaries() {
-  if [[ -n ${HARNESS_BIN_DIR:-} ]]; then
-    BIN_DIR=$HARNESS_BIN_DIR
-  elif [[ -x $HARNESS_HOME/target/release/worker ]]; then
-    BIN_DIR=$HARNESS_HOME/target/release
-  elif [[ -x $HARNESS_HOME/target/debug/worker ]]; then
-    BIN_DIR=$HARNESS_HOME/target/debug
+  if locate_binaries; then
+    :
+  elif [[ -n ${HARNESS_BIN_DIR:-} ]]; then
+    use_binaries "$HARNESS_BIN_DIR"
   elif [[ -f $HARNESS_HOME/Cargo.toml ]] && command -v cargo >/dev/null; then
     printf 'run.sh: building the harness (first run)...\n' >&2
     cargo build --release --quiet --manifest-path "$HARNESS_HOME/Cargo.toml" >&2 ||
       die "the build failed" "run \`make build\` in $HARNESS_HOME to see why"
-    BIN_DIR=$HARNESS_HOME/target/release
+    use_binaries "$HARNESS_HOME/target/release"
   else
     die "the harness binaries are not built" "run \`make build\` in $HARNESS_HOME, or set HARNESS_BIN_DIR"
   fi
@@ -85,10 +133,6 @@ find_binaries() {
   for binary in worker validator planner curator; do
     [[ -x $BIN_DIR/$binary ]] || die "no $binary binary in $BIN_DIR" "run \`make build\`, or fix HARNESS_BIN_DIR"
   done
-  WORKER=$BIN_DIR/worker
-  VALIDATOR=$BIN_DIR/validator
-  PLANNER=$BIN_DIR/planner
-  CURATOR=$BIN_DIR/curator
 }
 
 # Sets RUN_ID to `<unix-time>-<role>-<FEATURE>`, suffixed -2, -3… if that run exists already.
@@ -300,7 +344,8 @@ main() {
         shift 2
         ;;
       --parallel=*) PARALLEL=${1#*=}; shift ;;
-      -h | --help) usage; exit 0 ;;
+      -h | --help) cmd_help; exit 0 ;;
+      --version) find_binaries; exec "$WORKER" about --version ;;
       --) shift; positional+=("$@"); break ;;
       -*) die "unknown option $1" "see \`./run.sh help\`" ;;
       *) positional+=("$1"); shift ;;
@@ -322,7 +367,7 @@ main() {
     *) trap report_on_exit EXIT ;; # a feature, all, plan, replan, curate
   esac
   case $command in
-    help) usage ;;
+    help) cmd_help ;;
     init) [[ ${#positional[@]} -eq 1 ]] || die "init takes no argument"; cmd_init ;;
     all) [[ ${#positional[@]} -eq 1 ]] || die "all takes no argument"; cmd_all ;;
     plan)

@@ -8,6 +8,7 @@ mod curator;
 mod demo;
 mod guardrails;
 mod init;
+mod install;
 mod mission;
 mod planner;
 mod presets;
