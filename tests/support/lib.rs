@@ -269,13 +269,16 @@ impl Project {
         std::fs::read_to_string(self.run_dirs(feature)[n - 1].join("prompt.md")).unwrap()
     }
 
-    /// A snapshot of every file under `.harness/` except lock files: path and bytes.
+    /// A snapshot of every file under `.harness/` except lock files and report.html: path and
+    /// bytes. The report is a view that every run writes anew, with the time it was generated.
     pub fn snapshot(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        let report = self.state_dir().join("report.html");
         let mut files: Vec<(PathBuf, Vec<u8>)> = walkdir::WalkDir::new(self.state_dir())
             .into_iter()
             .filter_map(Result::ok)
             .filter(|e| e.file_type().is_file())
             .filter(|e| !e.path().starts_with(self.state_dir().join("locks")))
+            .filter(|e| e.path() != report)
             .map(|e| (e.path().to_path_buf(), std::fs::read(e.path()).unwrap()))
             .collect();
         files.sort();
