@@ -135,17 +135,6 @@ find_binaries() {
   done
 }
 
-# Sets RUN_ID to `<unix-time>-<role>-<FEATURE>`, suffixed -2, -3… if that run exists already.
-next_run_id() {
-  local role=$1 feature=$2 base n=2
-  base="${EPOCHSECONDS:-$(date +%s)}-$role-$feature"
-  RUN_ID=$base
-  while [[ -e $STATE_DIR/runs/$feature/$RUN_ID ]]; do
-    RUN_ID=$base-$n
-    n=$((n + 1))
-  done
-}
-
 # The role binary or run.sh now running on our behalf (the worker, the validator, the planner
 # and the curator always run so), to pass an interrupt on to.
 CHILDREN=()
@@ -200,8 +189,9 @@ cmd_init() {
 cmd_feature() {
   local feature=$1 rc
   find_binaries
-  # Every input error (config, features, id, agent command) surfaces before anything changes.
-  "$WORKER" check -C "$WORKDIR" --feature "$feature" || exit $?
+  # Every input error (config, features, id, agent command) surfaces before anything changes;
+  # the id is checked there, not here, before it becomes part of the lock file's path below.
+  "$WORKER" check -C "$WORKDIR" --feature="$feature" || exit $?
 
   local problem
   problem=$(mkdir -p "$STATE_DIR/locks" 2>&1) ||
@@ -228,18 +218,17 @@ cmd_feature() {
   [[ -n $MAX_ITERATIONS ]] && flags+=(--max-iterations "$MAX_ITERATIONS")
   [[ -n $QUIET ]] && flags+=(--quiet)
   # The worker runs iteration after iteration itself (--loop: one process, not one per
-  # iteration, each naming its own run), and returns here for the validator or to stop.
+  # iteration), and returns here for the validator or to stop. Each role names its own runs
+  # (HARNESS_RUN_ID in their agents' environment); one from our caller must not reach them.
+  unset HARNESS_RUN_ID
   while :; do
-    unset HARNESS_RUN_ID
     rc=0
     run_child "$WORKER" --loop --feature "$feature" -C "$agent_dir" --state-dir "$STATE_DIR" \
       ${flags[@]+"${flags[@]}"} || rc=$?
     if [[ $rc -eq $EXIT_PROVISIONAL ]]; then
-      next_run_id validator "$feature"
-      export HARNESS_RUN_ID=$RUN_ID
       rc=0
       run_child "$VALIDATOR" --feature "$feature" -C "$agent_dir" --state-dir "$STATE_DIR" \
-        --run-id "$RUN_ID" ${QUIET:+--quiet} || rc=$?
+        ${QUIET:+--quiet} || rc=$?
     fi
     [[ $rc -eq $EXIT_CONTINUE ]] || break
   done
@@ -378,7 +367,7 @@ main() {
     replan)
       [[ ${#positional[@]} -eq 2 ]] || die "replan needs one feature: ./run.sh replan <FEATURE>"
       find_binaries
-      run_child "$PLANNER" replan -C "$WORKDIR" ${QUIET:+--quiet} "${positional[1]}"
+      run_child "$PLANNER" replan -C "$WORKDIR" ${QUIET:+--quiet} -- "${positional[1]}"
       ;;
     status)
       [[ ${#positional[@]} -eq 1 ]] || die "status takes no argument"
@@ -388,7 +377,7 @@ main() {
     explain)
       [[ ${#positional[@]} -eq 2 ]] || die "explain needs one feature: ./run.sh explain <FEATURE> [--role worker|validator]"
       find_binaries
-      "$WORKER" explain -C "$WORKDIR" --feature "${positional[1]}" --role "${ROLE:-worker}"
+      "$WORKER" explain -C "$WORKDIR" --feature="${positional[1]}" --role "${ROLE:-worker}"
       ;;
     curate)
       [[ ${#positional[@]} -eq 1 ]] || die "curate takes no argument"
@@ -402,10 +391,6 @@ main() {
       ;;
     *)
       [[ ${#positional[@]} -eq 1 ]] || die "one feature at a time: ${positional[*]}"
-      # Checked here too: the id becomes part of a lock file's path below.
-      if [[ ! $command =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$ || $command == *..* ]]; then
-        die "invalid feature id '$command': use letters, digits, '-', '_' and '.' (no '..', no '/')"
-      fi
       cmd_feature "$command"
       ;;
   esac

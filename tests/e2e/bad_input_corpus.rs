@@ -95,10 +95,10 @@ fn refused_cases() -> Vec<Case> {
         case("features: a dependency cycle", "features.yaml", "features:\n  - id: F-001\n    title: a\n    depends_on: [F-002]\n  - id: F-002\n    title: b\n    depends_on: [F-001]\n  - id: F-003\n    title: c\n", &["all"], "features.yaml: dependency cycle F-001 -> F-002 -> F-001"),
         case("features: a feature depending on itself", "features.yaml", "features:\n  - id: F-001\n    title: a\n    depends_on: [F-001]\n", &["all"], "features.yaml: dependency cycle F-001 -> F-001"),
         // Ids on the command line.
-        case("argument: fullwidth lookalike id", "features.yaml", ONE_FEATURE, &["Ｆ-001"], "invalid feature id 'Ｆ-001'"),
-        case("argument: U+2010 hyphen lookalike id", "features.yaml", ONE_FEATURE, &["F\u{2010}001"], "invalid feature id 'F\u{2010}001'"),
-        case("argument: a trailing space", "features.yaml", ONE_FEATURE, &["F-001 "], "invalid feature id 'F-001 '"),
-        case("argument: a path back into the id", "features.yaml", ONE_FEATURE, &["F-001/../F-001"], "invalid feature id 'F-001/../F-001'"),
+        case("argument: fullwidth lookalike id", "features.yaml", ONE_FEATURE, &["Ｆ-001"], "invalid feature id \"Ｆ-001\""),
+        case("argument: U+2010 hyphen lookalike id", "features.yaml", ONE_FEATURE, &["F\u{2010}001"], "invalid feature id \"F\u{2010}001\""),
+        case("argument: a trailing space", "features.yaml", ONE_FEATURE, &["F-001 "], "invalid feature id \"F-001 \""),
+        case("argument: a path back into the id", "features.yaml", ONE_FEATURE, &["F-001/../F-001"], "invalid feature id \"F-001/../F-001\""),
         case("argument: explain with a path", "features.yaml", ONE_FEATURE, &["explain", "../F-001"], "invalid feature id"),
         case("argument: replan with a path", "features.yaml", ONE_FEATURE, &["replan", "a/b"], "invalid feature id"),
         // The run state, valid JSON of the wrong shape.
@@ -140,18 +140,104 @@ fn assert_refused(
 
 #[test]
 fn every_broken_input_is_refused_with_its_error_and_changes_nothing() {
-    // One project for the whole table: each case breaks one file, checks, and puts it back.
+    assert_every_case_refused(&fresh_project(), refused_cases());
+}
+
+const CYCLE: &str = "features:\n  - id: F-001\n    title: a\n    depends_on: [F-002]\n  - id: F-002\n    title: b\n    depends_on: [F-001]\n  - id: F-003\n    title: c\n";
+const SELF_CYCLE: &str = "features:\n  - id: F-001\n    title: a\n    depends_on: [F-001]\n";
+const DASH_ID: &str = "features:\n  - id: F-001\n    title: a\n  - id: -rf\n    title: b\n";
+const DOT_ID: &str = "features:\n  - id: F-001\n    title: a\n  - id: .x\n    title: b\n";
+const STATE_OF_F002: &str = "{\"feature_id\": \"F-002\", \"status\": \"done\", \"iteration_count\": 1, \"max_iterations\": 10, \"completion_promise\": \"TASK_COMPLETE\", \"created_at\": \"2026-04-24T10:00:00Z\", \"updated_at\": \"2026-04-24T10:00:00Z\"}\n";
+
+/// Regression: a dependency cycle was refused only by `all` (`./run.sh F-001` ran a feature
+/// depending on itself), an id starting with `-` passed features.yaml's check and broke `all`
+/// (`unknown option -rf`), and a state.json naming another feature was trusted (`F-002 is already
+/// done`, exit 0, when running F-001). One check of features.yaml and of the run state now
+/// serves every command.
+#[test]
+fn a_cycle_a_dash_id_or_another_features_state_is_refused_by_every_command() {
+    let cycle = "features.yaml: dependency cycle F-001 -> F-002 -> F-001";
+    let dash = "features.yaml:4: features[1]: invalid feature id \"-rf\": it starts with '-'";
+    let foreign = "runs/F-001/state.json: the run state of F-002, not of F-001";
+    let mut cases = Vec::new();
+    let every: [&'static [&'static str]; 8] = [
+        &["F-001"],
+        &["F-003"],
+        &["all"],
+        &["status"],
+        &["report"],
+        &["explain", "F-001"],
+        &["replan", "F-001"],
+        &["plan"],
+    ];
+    for args in every {
+        cases.push(case("a cycle", "features.yaml", CYCLE, args, cycle));
+        cases.push(case(
+            "an id starting with '-'",
+            "features.yaml",
+            DASH_ID,
+            args,
+            dash,
+        ));
+        cases.push(case(
+            "an id starting with '.'",
+            "features.yaml",
+            DOT_ID,
+            args,
+            "invalid feature id \".x\": it starts with '.'",
+        ));
+    }
+    let run_by_one: [&'static [&'static str]; 5] = [
+        &["F-001"],
+        &["all"],
+        &["status"],
+        &["report"],
+        &["explain", "F-001"],
+    ];
+    for args in run_by_one {
+        cases.push(case(
+            "state.json of another feature",
+            "runs/F-001/state.json",
+            STATE_OF_F002,
+            args,
+            foreign,
+        ));
+    }
+    cases.push(case(
+        "a feature depending on itself",
+        "features.yaml",
+        SELF_CYCLE,
+        &["F-001"],
+        "features.yaml: dependency cycle F-001 -> F-001",
+    ));
+    cases.push(case(
+        "argument: an id starting with '-'",
+        "features.yaml",
+        ONE_FEATURE,
+        &["--", "-rf"],
+        "invalid feature id \"-rf\": it starts with '-'",
+    ));
+    // With a mission, so that `plan` gets as far as reading features.yaml.
     let project = fresh_project();
+    project.write_state("mission.md", "Say hello.\n");
+    assert_every_case_refused(&project, cases);
+}
+
+/// Each case breaks one file of one project, runs, checks the refusal, and puts the file back;
+/// the failures are reported together.
+fn assert_every_case_refused(project: &Project, cases: Vec<Case>) {
+    let total = cases.len();
     let mut failures = Vec::new();
-    for case in refused_cases() {
+    for case in cases {
         let path = project.state_dir().join(case.file);
         let original = std::fs::read(&path).ok();
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, &case.bytes).unwrap();
         let before = project.snapshot();
         let out = project.run(case.args);
+        let what = format!("{} ({})", case.name, case.args.join(" "));
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            assert_refused(&project, case.name, out, &before, case.error)
+            assert_refused(project, &what, out, &before, case.error)
         }));
         if let Err(panic) = result {
             let message = panic
@@ -167,9 +253,8 @@ fn every_broken_input_is_refused_with_its_error_and_changes_nothing() {
     }
     assert!(
         failures.is_empty(),
-        "{} of {} cases failed:\n\n{}",
+        "{} of {total} cases failed:\n\n{}",
         failures.len(),
-        refused_cases().len(),
         failures.join("\n\n")
     );
     // And the project still works once its files are whole again.

@@ -319,7 +319,8 @@ fn check_invariants(project: &Project, last: &Seen, context: &str) -> Seen {
     for feature in &features.features {
         let id = feature.id.to_string();
         let path = state.run_state(&feature.id);
-        let Some(run_state) = RunState::load(&path).unwrap_or_else(|e| panic!("{context}: {e}"))
+        let Some(run_state) =
+            RunState::load(&path, &feature.id).unwrap_or_else(|e| panic!("{context}: {e}"))
         else {
             assert!(
                 !last.iterations.contains_key(&id),

@@ -116,6 +116,47 @@ scripts:
     );
 }
 
+/// The run ids are the binaries' to make (`<unix-time>-<role>-<FEATURE>`, `-2`… when taken):
+/// run.sh makes none, and a HARNESS_RUN_ID in its caller's environment reaches no role.
+#[test]
+fn each_role_names_its_own_runs_whatever_the_callers_environment() {
+    let project = project(
+        "scripts:\n  - match: {role: validator}\n    steps:\n      - [print: '<verdict>FAIL</verdict>']\n      - [print: '<verdict>PASS</verdict>']\n  - steps:\n      - [promise: true]\n",
+    );
+    let out = project
+        .command(&["F-001"])
+        .env("HARNESS_RUN_ID", "1-worker-F-001")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let state = project.state("F-001");
+    let ids: Vec<&str> = state["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 4, "{ids:?}");
+    for (id, role) in ids
+        .iter()
+        .zip(["worker", "validator", "worker", "validator"])
+    {
+        let (time, rest) = id.split_once('-').unwrap();
+        assert!(time.parse::<i64>().unwrap() > 1, "{id}");
+        let rest = rest.strip_prefix(role).unwrap_or_else(|| panic!("{id}"));
+        assert!(
+            rest == "-F-001"
+                || rest
+                    .strip_prefix("-F-001-")
+                    .is_some_and(|n| n.parse::<u32>().is_ok()),
+            "{id}"
+        );
+    }
+    let unique: std::collections::BTreeSet<_> = ids.iter().collect();
+    assert_eq!(unique.len(), 4, "{ids:?}");
+    assert_eq!(project.run_dirs("F-001").len(), 4);
+}
+
 #[test]
 fn no_verdict_or_both_verdicts_is_a_fail_with_that_reason() {
     for (answer, reason) in [

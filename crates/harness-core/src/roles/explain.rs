@@ -27,14 +27,15 @@ pub fn explain(request: &FeatureRequest, role: Role) -> anyhow::Result<Explanati
     let (inputs, role_prompt) =
         session::read_inputs(&mut session::InputMemo::default(), request, role)?;
     let feature = &inputs.feature;
-    let state = RunState::load(&request.state.run_state(&feature.id))?.unwrap_or_else(|| {
-        RunState::new(
-            feature.id.clone(),
-            inputs.config.max_iterations,
-            &inputs.config.completion_promise,
-            time::now(),
-        )
-    });
+    let state =
+        RunState::load(&request.state.run_state(&feature.id), &feature.id)?.unwrap_or_else(|| {
+            RunState::new(
+                feature.id.clone(),
+                inputs.config.max_iterations,
+                &inputs.config.completion_promise,
+                time::now(),
+            )
+        });
     let layers = session::read_layers(&request.home, &request.state, &feature.id, role)?;
     let run_id = RunId::generate(time::now().timestamp(), role, &feature.id, |candidate| {
         request

@@ -566,7 +566,7 @@ fn conclude(
             Outcome::Rejected,
             Rejection(format!(
                 "dependency cycle {} (with the features that are kept)",
-                answer::format_cycle(&cycle)
+                crate::spec::features::format_cycle(&cycle)
             )),
         ));
     }

@@ -189,7 +189,7 @@ pub fn open_with(
     let invocation_lock = Lock::try_acquire(&state_dir.invocation_lock(id), id.as_str(), &holder)?;
 
     let state_path = state_dir.run_state(id);
-    let loaded = RunState::load(&state_path)?;
+    let loaded = RunState::load(&state_path, id)?;
     let mut state = loaded.clone().unwrap_or_else(|| {
         RunState::new(
             id.clone(),
@@ -481,7 +481,7 @@ fn notes_with_parent(state: &StateDir, feature: &FeatureId) -> anyhow::Result<Op
         .rsplit_once('.')
         .and_then(|(parent, _)| FeatureId::parse(parent).ok())
         .filter(|parent| {
-            RunState::load(&state.run_state(parent))
+            RunState::load(&state.run_state(parent), parent)
                 .ok()
                 .flatten()
                 .is_some_and(|run| run.superseded_by.contains(feature))

@@ -1,7 +1,7 @@
 //! The feature list, `.harness/features.yaml`: the spec of the work, hand-editable. A feature's
 //! status is not here but in its run state.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::Path;
 
@@ -9,8 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::error::InputError;
 
-/// A feature id: letters, digits, `-`, `_`, `.`, at most 64 characters, no `..`, not starting
-/// with a dot. It names files under `.harness/`, so it can never address a path outside it.
+/// A feature id: letters, digits, `-`, `_`, `.`, at most 64 characters, no `..`, starting with
+/// neither `-` nor `.`. It names files under `.harness/` and is passed as an argument, so it can
+/// never address a path outside `.harness/` nor read as an option. This is the one home of the
+/// rule: run.sh asks `worker check` rather than testing ids itself.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct FeatureId(String);
@@ -18,27 +20,13 @@ pub struct FeatureId(String);
 impl FeatureId {
     /// Validates `text` as a feature id.
     pub fn parse(text: &str) -> Result<Self, InputError> {
-        let problem = if text.is_empty() {
-            Some("is empty")
-        } else if text.len() > 64 {
-            Some("is longer than 64 characters")
-        } else if text.contains("..") {
-            Some("contains '..'")
-        } else if text.starts_with('.') {
-            Some("starts with '.'")
-        } else if !text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        {
-            Some("may hold only ASCII letters, digits, '-', '_' and '.'")
-        } else {
-            None
-        };
-        match problem {
+        match name_problem(text, 64) {
             None => Ok(Self(text.to_string())),
-            Some(problem) => Err(InputError::new(format!(
-                "invalid feature id {text:?}: it {problem}"
-            ))),
+            Some(problem) => Err(
+                InputError::new(format!("invalid feature id {text:?}: it {problem}")).with_hint(
+                    "feature ids look like F-001: ASCII letters, digits, '-', '_' and '.', starting with a letter, a digit or '_'",
+                ),
+            ),
         }
     }
 
@@ -66,6 +54,30 @@ impl fmt::Display for FeatureId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// What is wrong with `text` as the name of a file under `.harness/` (a feature id, a run id),
+/// or `None`: the rule of both ids.
+pub(crate) fn name_problem(text: &str, max_len: usize) -> Option<String> {
+    let problem = if text.is_empty() {
+        "is empty".to_string()
+    } else if text.len() > max_len {
+        format!("is longer than {max_len} characters")
+    } else if text.contains("..") {
+        "contains '..'".to_string()
+    } else if text.starts_with('.') {
+        "starts with '.'".to_string()
+    } else if text.starts_with('-') {
+        "starts with '-'".to_string()
+    } else if !text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        "may hold only ASCII letters, digits, '-', '_' and '.'".to_string()
+    } else {
+        return None;
+    };
+    Some(problem)
 }
 
 /// One feature of the spec.
@@ -104,8 +116,26 @@ impl FeatureList {
     }
 
     /// Parses and checks features.yaml text (`path` only names the file in errors): valid and
-    /// unique ids, non-empty titles, dependencies that exist.
+    /// unique ids, non-empty titles, dependencies that exist and close no cycle. Every command
+    /// reads the file through this one check.
     pub fn parse(text: &str, path: &Path) -> Result<Self, InputError> {
+        let list = Self::parse_allowing_cycles(text, path)?;
+        match list.cycle() {
+            None => Ok(list),
+            // None of its features could ever become ready to run.
+            Some(cycle) => Err(InputError::in_file(
+                path,
+                format!("dependency cycle {}", format_cycle(&cycle)),
+            )
+            .with_hint(
+                "remove one of these dependencies (depends_on) so that the features can be ordered",
+            )),
+        }
+    }
+
+    /// [`FeatureList::parse`] without the cycle check: for the planner's merge, which rejects a
+    /// plan that closes a cycle in its own words.
+    pub fn parse_allowing_cycles(text: &str, path: &Path) -> Result<Self, InputError> {
         if text.trim().is_empty() {
             return Err(InputError::in_file(path, "the file is empty")
                 .with_hint("it needs a `features:` list (see `./run.sh init`)"));
@@ -143,6 +173,19 @@ impl FeatureList {
         Ok(list)
     }
 
+    /// Each feature's direct dependencies.
+    pub fn dependency_graph(&self) -> BTreeMap<FeatureId, Vec<FeatureId>> {
+        self.features
+            .iter()
+            .map(|f| (f.id.clone(), f.depends_on.clone()))
+            .collect()
+    }
+
+    /// A dependency cycle, as the path that closes it (`[A, B, A]`), if there is one.
+    pub fn cycle(&self) -> Option<Vec<FeatureId>> {
+        find_cycle(&self.dependency_graph())
+    }
+
     /// The feature with `id`.
     pub fn get(&self, id: &FeatureId) -> Option<&Feature> {
         self.features.iter().find(|f| &f.id == id)
@@ -160,6 +203,56 @@ impl FeatureList {
             InputError::in_file(path, format!("no feature with id {id}")).with_hint(hint)
         })
     }
+}
+
+/// A dependency cycle of `graph`, as the path that closes it (`[A, B, A]`), if there is one.
+pub fn find_cycle(graph: &BTreeMap<FeatureId, Vec<FeatureId>>) -> Option<Vec<FeatureId>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        Visiting,
+        Done,
+    }
+    fn visit<'a>(
+        node: &'a FeatureId,
+        graph: &'a BTreeMap<FeatureId, Vec<FeatureId>>,
+        marks: &mut BTreeMap<&'a FeatureId, Mark>,
+        path: &mut Vec<&'a FeatureId>,
+    ) -> Option<Vec<FeatureId>> {
+        match marks.get(node) {
+            Some(Mark::Done) => return None,
+            Some(Mark::Visiting) => {
+                let start = path.iter().position(|n| *n == node).unwrap_or(0);
+                let mut cycle: Vec<FeatureId> =
+                    path[start..].iter().map(|n| (*n).clone()).collect();
+                cycle.push(node.clone());
+                return Some(cycle);
+            }
+            None => {}
+        }
+        marks.insert(node, Mark::Visiting);
+        path.push(node);
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(cycle) = visit(next, graph, marks, path) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        marks.insert(node, Mark::Done);
+        None
+    }
+    let mut marks = BTreeMap::new();
+    graph
+        .keys()
+        .find_map(|node| visit(node, graph, &mut marks, &mut Vec::new()))
+}
+
+/// `F-001 -> F-002 -> F-001`.
+pub fn format_cycle(cycle: &[FeatureId]) -> String {
+    cycle
+        .iter()
+        .map(FeatureId::as_str)
+        .collect::<Vec<_>>()
+        .join(" -> ")
 }
 
 /// The 1-based line of the `nth` `id: <id>` in `text`, for errors serde cannot place.
@@ -187,7 +280,7 @@ mod tests {
     #[test]
     fn feature_ids_cannot_name_paths_outside_the_state_dir() {
         for bad in [
-            "", "../etc", "a/b", "..", ".x", "F 1", "F-001\n", "Ｆ-001", "a\\b",
+            "", "../etc", "a/b", "..", ".x", "-rf", "--help", "F 1", "F-001\n", "Ｆ-001", "a\\b",
         ] {
             assert!(FeatureId::parse(bad).is_err(), "{bad:?} accepted");
         }
@@ -233,6 +326,20 @@ mod tests {
         let error = parse("features:\n  - id: F-1\n    titel: a\n").unwrap_err();
         assert!(error.message.contains("titel"), "{error}");
         assert_eq!(error.line, Some(3));
+    }
+
+    #[test]
+    fn a_dependency_cycle_is_an_error_naming_it() {
+        let text = "features:\n  - id: A\n    title: a\n    depends_on: [B]\n  - id: B\n    title: b\n    depends_on: [A]\n";
+        let error = parse(text).unwrap_err();
+        assert_eq!(error.message, "dependency cycle A -> B -> A");
+        let list = FeatureList::parse_allowing_cycles(text, Path::new("features.yaml")).unwrap();
+        assert_eq!(
+            list.cycle().map(|c| format_cycle(&c)),
+            Some("A -> B -> A".into())
+        );
+        let error = parse("features:\n  - id: A\n    title: a\n    depends_on: [A]\n").unwrap_err();
+        assert_eq!(error.message, "dependency cycle A -> A");
     }
 
     #[test]

@@ -201,26 +201,19 @@ impl StateDir {
 }
 
 /// The id of one invocation: `<unix-time>-<role>-<FEATURE>`, with `-2`, `-3`… when that second
-/// already has a run, so that no run directory is ever reused.
+/// already has a run, so that no run directory is ever reused. Each role binary makes its own;
+/// run.sh never does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunId(String);
 
 impl RunId {
-    /// Validates an id given by run.sh or a user: the characters of a feature id, nothing else.
+    /// Validates an id given by a user (`--run-id`, `HARNESS_RUN_ID`): the rule of a feature id.
     pub fn parse(text: &str) -> Result<Self, InputError> {
-        let valid = !text.is_empty()
-            && text.len() <= 200
-            && !text.starts_with('.')
-            && !text.contains("..")
-            && text
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if valid {
-            Ok(Self(text.to_string()))
-        } else {
-            Err(InputError::new(format!(
-                "invalid run id {text:?}: use letters, digits, '-', '_' and '.' only"
-            )))
+        match crate::spec::features::name_problem(text, 200) {
+            None => Ok(Self(text.to_string())),
+            Some(problem) => Err(InputError::new(format!(
+                "invalid run id {text:?}: it {problem}"
+            ))),
         }
     }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::spec::features::FeatureId;
 use crate::spec::layout::StateDir;
 use crate::state::run_state::{Attempt, RunState};
 
@@ -144,6 +145,9 @@ pub fn mission_spent_with(
     };
     let mut seen = HashMap::with_capacity(memo.files.len());
     for entry in entries.flatten() {
+        let Ok(feature) = FeatureId::parse(&entry.file_name().to_string_lossy()) else {
+            continue;
+        };
         let path = entry.path().join("state.json");
         if own.is_some_and(|(own, _)| own == path) {
             continue;
@@ -154,7 +158,7 @@ pub fn mission_spent_with(
         let key = file_key(&metadata);
         let spent = match memo.files.remove(&path) {
             Some((known, spent)) if known == key => spent,
-            _ => match RunState::load(&path) {
+            _ => match RunState::load(&path, &feature) {
                 Ok(Some(run)) => Spent::of(&run.attempts),
                 _ => continue,
             },

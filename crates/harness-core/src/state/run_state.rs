@@ -228,19 +228,34 @@ impl RunState {
         }
     }
 
-    /// Reads `path`; `Ok(None)` when the feature has never run.
-    pub fn load(path: &Path) -> Result<Option<Self>, InputError> {
+    /// Reads `path`, the run state of `feature`; `Ok(None)` when the feature has never run. A
+    /// state naming another feature (a file copied or moved by hand) is an error, never trusted.
+    pub fn load(path: &Path, feature: &FeatureId) -> Result<Option<Self>, InputError> {
         if !path.exists() {
             return Ok(None);
         }
         let text = crate::spec::config::read_input(path)?;
-        serde_json::from_str(&text).map(Some).map_err(|error| {
+        let state: Self = serde_json::from_str(&text).map_err(|error| {
             InputError::in_file(path, format!("unreadable run state: {error}"))
                 .at_line(Some(error.line()))
                 .with_hint(
                     "fix the JSON by hand, or move the file away to start the feature afresh",
                 )
-        })
+        })?;
+        if &state.feature_id != feature {
+            return Err(InputError::in_file(
+                path,
+                format!(
+                    "the run state of {}, not of {feature}",
+                    state.feature_id
+                ),
+            )
+            .with_hint(format!(
+                "put it back where it belongs (runs/{}/), or move it away to start {feature} afresh",
+                state.feature_id
+            )));
+        }
+        Ok(Some(state))
     }
 
     /// Writes the state atomically.
@@ -348,11 +363,27 @@ mod tests {
         let mut state = state();
         state.begin_iteration("1-worker-F-001", at(1));
         state.save(&path).unwrap();
-        let loaded = RunState::load(&path).unwrap().unwrap();
+        let loaded = RunState::load(&path, &state.feature_id).unwrap().unwrap();
         assert_eq!(loaded, state);
-        assert!(RunState::load(&dir.path().join("none.json"))
-            .unwrap()
-            .is_none());
+        assert!(
+            RunState::load(&dir.path().join("none.json"), &state.feature_id)
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn the_state_of_another_feature_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs/F-002/state.json");
+        state().save(&path).unwrap();
+        let error = RunState::load(&path, &FeatureId::parse("F-002").unwrap()).unwrap_err();
+        assert!(
+            error
+                .message
+                .contains("the run state of F-001, not of F-002"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -383,7 +414,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.json");
         std::fs::write(&path, "{\n  \"status\": \n").unwrap();
-        let error = RunState::load(&path).unwrap_err();
+        let error = RunState::load(&path, &state().feature_id).unwrap_err();
         assert!(error.line.is_some());
         assert!(error.message.contains("unreadable run state"));
     }

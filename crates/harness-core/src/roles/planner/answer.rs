@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde::Deserialize;
 
-use crate::spec::features::{Feature, FeatureId, FeatureList};
+use crate::spec::features::{find_cycle, format_cycle, Feature, FeatureId, FeatureList};
 
 /// Why a plan was not taken; nothing was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -245,65 +245,11 @@ pub fn overlay(
     existing: &FeatureList,
     features: &[Feature],
 ) -> BTreeMap<FeatureId, Vec<FeatureId>> {
-    let mut graph: BTreeMap<FeatureId, Vec<FeatureId>> = existing
-        .features
-        .iter()
-        .map(|f| (f.id.clone(), f.depends_on.clone()))
-        .collect();
+    let mut graph = existing.dependency_graph();
     for feature in features {
         graph.insert(feature.id.clone(), feature.depends_on.clone());
     }
     graph
-}
-
-/// A dependency cycle of `graph`, as the path that closes it (`[A, B, A]`), if there is one.
-pub fn find_cycle(graph: &BTreeMap<FeatureId, Vec<FeatureId>>) -> Option<Vec<FeatureId>> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Mark {
-        Visiting,
-        Done,
-    }
-    fn visit<'a>(
-        node: &'a FeatureId,
-        graph: &'a BTreeMap<FeatureId, Vec<FeatureId>>,
-        marks: &mut BTreeMap<&'a FeatureId, Mark>,
-        path: &mut Vec<&'a FeatureId>,
-    ) -> Option<Vec<FeatureId>> {
-        match marks.get(node) {
-            Some(Mark::Done) => return None,
-            Some(Mark::Visiting) => {
-                let start = path.iter().position(|n| *n == node).unwrap_or(0);
-                let mut cycle: Vec<FeatureId> =
-                    path[start..].iter().map(|n| (*n).clone()).collect();
-                cycle.push(node.clone());
-                return Some(cycle);
-            }
-            None => {}
-        }
-        marks.insert(node, Mark::Visiting);
-        path.push(node);
-        for next in graph.get(node).into_iter().flatten() {
-            if let Some(cycle) = visit(next, graph, marks, path) {
-                return Some(cycle);
-            }
-        }
-        path.pop();
-        marks.insert(node, Mark::Done);
-        None
-    }
-    let mut marks = BTreeMap::new();
-    graph
-        .keys()
-        .find_map(|node| visit(node, graph, &mut marks, &mut Vec::new()))
-}
-
-/// `F-001 -> F-002 -> F-001`.
-pub fn format_cycle(cycle: &[FeatureId]) -> String {
-    cycle
-        .iter()
-        .map(FeatureId::as_str)
-        .collect::<Vec<_>>()
-        .join(" -> ")
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::answer::{find_cycle, overlay};
 use super::edit::{render_item, Edit, Layout};
 use crate::base::atomic::write_atomic;
 use crate::base::error::InputError;
@@ -185,7 +184,7 @@ impl Merge {
     /// A dependency cycle of the merged list: kept features keep their own dependencies, which
     /// may close a cycle with the planned ones (the plan is then rejected).
     pub fn cycle(&self) -> Option<Vec<FeatureId>> {
-        find_cycle(&overlay(&self.list, &[]))
+        self.list.cycle()
     }
 
     /// Whether features.yaml changes.
@@ -319,7 +318,7 @@ pub fn merge(
     } else {
         layout.apply(&edits)
     };
-    let list = FeatureList::parse(&new_text, path).map_err(|error| {
+    let list = FeatureList::parse_allowing_cycles(&new_text, path).map_err(|error| {
         cannot_edit(
             path,
             format!("the edit would not read back: {}", error.message),
@@ -546,7 +545,7 @@ mod tests {
         assert_eq!(
             merged
                 .cycle()
-                .map(|c| super::super::answer::format_cycle(&c)),
+                .map(|c| crate::spec::features::format_cycle(&c)),
             Some("F-1 -> F-2 -> F-1".to_string())
         );
     }
