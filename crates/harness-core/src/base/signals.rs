@@ -2,6 +2,16 @@
 //! by one thread with `sigwait`, which turns them into ordinary events: the running agent's whole
 //! process tree is stopped, the attempt is recorded as interrupted, and the binary exits 130 with
 //! its state resumable. Nothing polls.
+//!
+//! Why this is hand-written rather than with signal-hook, which installs handlers instead: a
+//! handler can interrupt any thread's system calls (a blocked signal interrupts none), and it
+//! replaces the disposition the binary started with. run.sh starts the role binaries in the
+//! background, so SIGINT is ignored in them, and the git commands they run inherit that: a Ctrl-C
+//! the terminal sends to run.sh's whole process group never kills a `git commit` or `git merge`
+//! half-way (leaving an `index.lock`). A handler would be reset to the default action in git at
+//! exec, and git would die. A blocked signal is queued for `sigwait` even while ignored, so the
+//! binary sees that Ctrl-C all the same. Keeping this with signal-hook would take a libc query of
+//! each signal's disposition at start: no simpler than the few calls below.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
@@ -52,7 +62,7 @@ pub fn install() -> std::io::Result<()> {
     Ok(())
 }
 
-/// The interrupt received so far, if any.
+/// The latest interrupt received, if any; once one came, it never goes back to `None`.
 pub fn received() -> Option<i32> {
     match RECEIVED.load(Ordering::SeqCst) {
         0 => None,
@@ -68,7 +78,7 @@ pub fn subscribe(listener: impl Fn(i32) + Send + 'static) {
     }
 }
 
-/// Stops calling the listener.
+/// Drops the listener: later interrupts are only recorded, for [`received`].
 pub fn unsubscribe() {
     if let Ok(mut slot) = LISTENER.lock() {
         *slot = None;
