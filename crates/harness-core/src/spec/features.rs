@@ -30,7 +30,6 @@ impl FeatureId {
         }
     }
 
-    /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -86,7 +85,6 @@ pub(crate) fn name_problem(text: &str, max_len: usize) -> Option<String> {
 pub struct Feature {
     /// Unique id, e.g. `F-001`.
     pub id: FeatureId,
-    /// A short title.
     pub title: String,
     /// What to build, in prose.
     #[serde(default)]
@@ -186,7 +184,6 @@ impl FeatureList {
         find_cycle(&self.dependency_graph())
     }
 
-    /// The feature with `id`.
     pub fn get(&self, id: &FeatureId) -> Option<&Feature> {
         self.features.iter().find(|f| &f.id == id)
     }

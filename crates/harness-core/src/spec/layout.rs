@@ -255,7 +255,6 @@ impl RunId {
         Self(next(suffix))
     }
 
-    /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -100,16 +100,13 @@ impl Outcome {
 pub struct Attempt {
     /// The run id (also the run directory's name).
     pub run_id: String,
-    /// Who ran.
     pub role: Role,
     /// The worker iteration this attempt was (or followed, for other roles).
     pub iteration: u32,
-    /// When it started.
     pub started_at: Timestamp,
     /// When it ended; `None` while started.
     #[serde(default)]
     pub ended_at: Option<Timestamp>,
-    /// How it ended.
     pub outcome: Outcome,
     /// The agent's exit code, when it exited.
     #[serde(default)]
@@ -173,9 +170,8 @@ impl Attempt {
 /// The run state of one feature.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunState {
-    /// The feature.
+    /// The feature it is the state of: [`RunState::load`] refuses a state naming another.
     pub feature_id: FeatureId,
-    /// Where it stands.
     pub status: Status,
     /// Worker iterations started so far (an interrupted one counts: it never goes back).
     pub iteration_count: u32,
@@ -183,9 +179,7 @@ pub struct RunState {
     pub max_iterations: u32,
     /// The promise word, fixed when the feature starts.
     pub completion_promise: String,
-    /// When the state was created.
     pub created_at: Timestamp,
-    /// When it last changed.
     pub updated_at: Timestamp,
     /// When it became done or failed.
     #[serde(default)]
@@ -336,7 +330,7 @@ impl RunState {
         });
     }
 
-    /// The attempt with `run_id`.
+    /// The latest attempt with `run_id` (ids are unique; the newest is searched first).
     pub fn attempt_mut(&mut self, run_id: &str) -> Option<&mut Attempt> {
         self.attempts.iter_mut().rev().find(|a| a.run_id == run_id)
     }
