@@ -153,3 +153,57 @@ fn claude_stream_json_gives_turns_and_reads_the_promise_from_the_final_answer() 
         "the notes show the assistant's text: {prompt}"
     );
 }
+
+/// Regression: entries past the 50 one invocation may leave were dropped without a word.
+#[test]
+fn memory_entries_past_the_cap_are_reported_on_stderr_and_in_the_record() {
+    let prints = |tag: &str, n: usize| -> String {
+        (1..=n)
+            .map(|i| format!("print: '{tag}: entry number {i}', "))
+            .collect()
+    };
+    let project = Project::new(
+        ONE_FEATURE,
+        &format!(
+            "scripts:\n  - match: {{role: validator}}\n    steps: [[{}print: '<verdict>PASS</verdict>']]\n  - steps: [[{}promise: true]]\n",
+            prints("LESSON", 55),
+            prints("TRICK", 60)
+        ),
+    );
+    project.config("", "validate: true\n");
+    let out = project.run(&["F-001"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 0, "{stderr}");
+    for (role, dropped) in [("worker", 10), ("validator", 5)] {
+        let warning = format!(
+            "{role}: warning: the agent printed {dropped} memory entries past the 50 one invocation may leave: they are not in raw.md (output.log has them)"
+        );
+        assert!(
+            stderr.lines().any(|l| l == warning),
+            "{warning:?} in\n{stderr}"
+        );
+    }
+    let raw = project.read_state("raw.md");
+    assert_eq!(
+        raw.matches(" worker F-001 TRICK: entry number ").count(),
+        50
+    );
+    assert_eq!(
+        raw.matches(" validator F-001 LESSON: entry number ")
+            .count(),
+        50
+    );
+    assert!(raw.contains("TRICK: entry number 50\n") && !raw.contains("number 51\n"));
+    let attempts = project.state("F-001")["attempts"].clone();
+    for (n, dropped) in [(0, 10), (1, 5)] {
+        assert_eq!(
+            attempts[n]["memory_entries_dropped"], dropped,
+            "{attempts:#}"
+        );
+        let result =
+            std::fs::read_to_string(project.run_dirs("F-001")[n].join("result.json")).unwrap();
+        let result: serde_json::Value = serde_json::from_str(&result).unwrap();
+        assert_eq!(result["memory_entries_dropped"], dropped, "{result:#}");
+        assert_eq!(result["memory_entries"], 50, "{result:#}");
+    }
+}

@@ -40,7 +40,8 @@ fn files_under(dir: &Path) -> Files {
         .filter(|e| e.file_type().is_file())
         .filter(|e| {
             let name = e.file_name().to_string_lossy();
-            !name.ends_with(".lock") && !name.contains(".tmp.")
+            // A killed write's temp files are not the state; the next pass clears them.
+            !name.ends_with(".lock") && !name.contains(".tmp.") && !name.contains(".swap.")
         })
         .map(|e| {
             (
@@ -551,6 +552,13 @@ fn kill_9_during_a_pass_leaves_every_file_old_or_new() {
         assert_eq!(code(&out), 0, "{}", text(&out.stderr));
         assert_eq!(concatenated(&project), lines);
         assert_same_state(&state_of(&project), &after, "the pass after a kill");
+        let leftovers: Vec<_> = walkdir::WalkDir::new(project.state_dir())
+            .into_iter()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.contains(".tmp.") || name.contains(".swap."))
+            .collect();
+        assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
     }
 }
 

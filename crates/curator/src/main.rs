@@ -69,7 +69,7 @@ fn main() -> ExitCode {
 fn curate(cli: Cli) -> anyhow::Result<u8> {
     let (workdir, state) = cli.place.resolve()?;
     // config.yaml's `curator:` section, when there is a config; the flags override it.
-    let defaults = if state.config().is_file() {
+    let defaults = if harness_core::base::fs::exists(&state.config()) {
         Config::load(&state.config())?.curator
     } else {
         Params::default()

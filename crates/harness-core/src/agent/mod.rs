@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::base::error::InputError;
+use crate::base::fs;
 use crate::base::signals;
 use crate::spec::config::{OutputFormat, PromptVia};
 use crate::state::memory::{self, Tag, MAX_ENTRIES_PER_INVOCATION};
@@ -373,7 +374,7 @@ enum Signal {
 /// be started (or its log not created); once started, every ending is an [`End`].
 pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
     let started = Instant::now();
-    let mut log = File::create(invocation.log)?;
+    let mut log = fs::open(invocation.log, fs::Mode::Create)?;
     let (pipe_reader, pipe_writer) = io::pipe()?;
 
     let mut command = Command::new(&invocation.argv[0]);

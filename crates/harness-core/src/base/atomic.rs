@@ -1,96 +1,430 @@
 //! Atomic file writes: a `kill -9` at any instant leaves the file either old or new, never torn.
+//! [`replace_if_unchanged`] also never overwrites bytes its caller did not read: a file people
+//! edit by hand (summary.md, MEMORY.md) is swapped with the new one in a single step, and what
+//! came out is checked to be what was read, or put back.
+//!
+//! Every write goes through a temp file beside its target (`.<name>.tmp.<pid>.<n>`, or
+//! `.<name>.swap.<pid>.<new>.<old>` for a checked replacement, named after the hashes of its
+//! bytes and of the bytes it expects to replace); [`sweep_stale_temps`] clears what a killed
+//! writer left, putting back a hand edit a killed replacement had swapped out.
 
-use std::fs::{self, File, OpenOptions};
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
 use std::io::{self, Write};
-use std::path::Path;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::base::fs::{Dir, Kind, Mode};
+use crate::base::hash::stable_hash;
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Replaces `path` with `bytes`: temp file in the same directory, fsync, rename, fsync the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    publish(path, bytes, |temp, path| fs::rename(temp, path)).map(|_| ())
+    let (dir, name) = Dir::parent_of(path)?;
+    let temp = temp_name(&name);
+    let result = write_temp(&dir, &temp, bytes).and_then(|()| {
+        dir.refuse_link(&name)?;
+        dir.rename(&temp, &name)?;
+        // The new name itself must reach the disk, or a power cut could bring the old file back.
+        dir.sync()
+    });
+    if result.is_err() {
+        let _ = dir.remove_file(&temp);
+    }
+    result
 }
 
 /// Creates `path` with `bytes` only if it does not exist, atomically (never a half-written file);
 /// returns whether it was written.
 pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<bool> {
-    // A hard link fails if the target exists, so the check and the creation are one step.
-    publish(path, bytes, |temp, path| fs::hard_link(temp, path)).or_else(|error| {
-        match error.kind() {
-            io::ErrorKind::AlreadyExists => Ok(false),
-            _ => Err(error),
+    let (dir, name) = Dir::parent_of(path)?;
+    let temp = temp_name(&name);
+    let result = write_temp(&dir, &temp, bytes).and_then(|()| place_if_absent(&dir, &temp, &name));
+    let _ = dir.remove_file(&temp);
+    result.map(|placed| placed && dir.sync().is_ok())
+}
+
+/// Links `temp` as `name` unless `name` exists; returns whether it did. A hard link fails if the
+/// target exists, so the check and the creation are one step.
+fn place_if_absent(dir: &Dir, temp: &OsStr, name: &OsStr) -> io::Result<bool> {
+    match dir.link(temp, name) {
+        Ok(()) => Ok(true),
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+            dir.refuse_link(name).map(|()| false)
         }
-    })
+        Err(error) => Err(error),
+    }
 }
 
 // Writing several files side by side (their fsyncs in parallel threads) was tried and measured:
 // on ext4 here, fsyncs from two threads take longer than the same fsyncs one after the other (each
 // waits for its own journal commit), and the threads cost CPU. So files are written in turn.
 
-/// Writes `bytes` to a synced temp file beside `path`, moves it into place with `place`, syncs the
-/// directory, and never leaves the temp file behind.
-fn publish(
-    path: &Path,
-    bytes: &[u8],
-    place: impl FnOnce(&Path, &Path) -> io::Result<()>,
-) -> io::Result<bool> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    let temp = dir.join(format!(
-        ".{}.tmp.{}.{}",
-        name.to_string_lossy(),
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        place(&temp, path)?;
-        // The new name itself must reach the disk, or a power cut could bring the old file back.
-        File::open(dir)?.sync_all()
-    })();
-    // After a rename the temp name is gone already; after a hard link (or a failure) it is not.
-    let _ = fs::remove_file(&temp);
-    result.map(|()| true)
+/// Writes `bytes` to the new file `temp` in `dir`, synced.
+fn write_temp(dir: &Dir, temp: &OsStr, bytes: &[u8]) -> io::Result<()> {
+    let mut file = dir.open(temp, Mode::CreateNew)?;
+    file.write_all(bytes)?;
+    file.sync_all()
 }
 
-/// Removes the temporary files that writers killed mid-write left in `dir` (`.<name>.tmp.<pid>.<n>`
-/// of a process that no longer exists); returns how many. A live process's are left alone, so
-/// this is safe while others write.
+fn temp_name(name: &OsStr) -> OsString {
+    let counter = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!(
+        ".{}.tmp.{}.{counter}",
+        name.to_string_lossy(),
+        std::process::id()
+    )
+    .into()
+}
+
+fn swap_name(name: &OsStr, new: &[u8], expected: &[u8]) -> OsString {
+    format!(
+        ".{}.swap.{}.{:016x}.{:016x}",
+        name.to_string_lossy(),
+        std::process::id(),
+        stable_hash(new),
+        stable_hash(expected)
+    )
+    .into()
+}
+
+/// What [`replace_if_unchanged`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replaced {
+    /// The file holds the new bytes, and held exactly the expected ones until then.
+    Done,
+    /// Someone changed the file since its bytes were read: it was left as they made it.
+    Changed,
+    /// Someone changed the file during the replacement, then again: it holds their latest
+    /// version, and the one before was kept at this path.
+    Kept(PathBuf),
+}
+
+/// Replaces `path` with `bytes` only if it holds exactly `expected` (`None`: only if it does not
+/// exist), and never loses what another process writes meanwhile, even with no lock (an editor).
+///
+/// The new file is swapped in (Linux `renameat2(RENAME_EXCHANGE)`), and what came out is let go
+/// only if it is the very file that was read, still holding `expected` and not opened for writing
+/// since (a read lease on it says so); otherwise it goes back in place ([`Replaced::Changed`]).
+/// Where the system cannot swap, the check is followed by a plain rename: an editor's own rename
+/// in the instant between the two is then lost (the README says so).
+pub fn replace_if_unchanged(
+    path: &Path,
+    expected: Option<&[u8]>,
+    bytes: &[u8],
+) -> io::Result<Replaced> {
+    let (dir, name) = Dir::parent_of(path)?;
+    dir.refuse_link(&name)?;
+    let temp = swap_name(&name, bytes, expected.unwrap_or_default());
+    let result = write_temp(&dir, &temp, bytes).and_then(|()| match expected {
+        None => place_if_absent(&dir, &temp, &name).map(|placed| match placed {
+            true => Replaced::Done,
+            false => Replaced::Changed,
+        }),
+        Some(expected) => swap_in(&dir, &temp, &name, expected),
+    });
+    // Left with the new bytes, `temp` goes; left with others (an error after the swap), it stays
+    // for the sweep to put back.
+    if let Ok(Some(held)) = read_if_present(&dir, &temp) {
+        if held == bytes {
+            let _ = dir.remove_file(&temp);
+        }
+    }
+    result.and_then(|replaced| dir.sync().map(|()| replaced))
+}
+
+fn read_if_present(dir: &Dir, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
+    match dir.open(name, Mode::Read) {
+        Ok(mut file) => {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut file, &mut bytes)?;
+            Ok(Some(bytes))
+        }
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+/// Checks `name` against `expected`, then swaps `temp` in (see [`replace_if_unchanged`]). An
+/// error before the swap leaves `temp` holding the new bytes; after it, [`settle`] decides.
+fn swap_in(dir: &Dir, temp: &OsStr, name: &OsStr, expected: &[u8]) -> io::Result<Replaced> {
+    // Watched from the start, so that a writer that opens it once it is in place is seen.
+    let new = Watch::open(dir, temp)?;
+    let old = match Watch::open(dir, name) {
+        Ok(old) => old,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Replaced::Changed),
+        // Someone keeps it open for writing: an edit under way.
+        Err(error) if error.kind() == io::ErrorKind::WouldBlock => return Ok(Replaced::Changed),
+        Err(error) => return Err(error),
+    };
+    if old.bytes()? != expected || old.broken() {
+        return Ok(Replaced::Changed);
+    }
+    if !dir.exchange(temp, name)? {
+        // No exchange on this system or filesystem: checked, then renamed over.
+        if old.broken() {
+            return Ok(Replaced::Changed);
+        }
+        dir.rename(temp, name)?;
+        return Ok(Replaced::Done);
+    }
+    settle(dir, temp, name, expected, &old, &new)
+}
+
+/// After the swap, `temp` holds what `name` held an instant before. It is let go only if it is
+/// the file that was checked, unchanged and not opened for writing since; otherwise it goes back
+/// in place, or, if the new file was opened for writing too, is kept beside it.
+fn settle(
+    dir: &Dir,
+    temp: &OsStr,
+    name: &OsStr,
+    expected: &[u8],
+    old: &Watch,
+    new: &Watch,
+) -> io::Result<Replaced> {
+    if old.is(dir, temp)? && old.bytes()? == expected && !old.broken() {
+        // Removed under the lease, which is looked at once more: a writer that opened the old
+        // file in the instant between is waiting for it.
+        dir.remove_file(temp)?;
+        if old.broken() {
+            return rescue(dir, name, old, expected);
+        }
+        return Ok(Replaced::Done);
+    }
+    if !new.broken() {
+        dir.exchange(temp, name)?;
+        return Ok(Replaced::Changed);
+    }
+    keep(dir, temp, name).map(Replaced::Kept)
+}
+
+/// A writer opened the old file in the instant between the last check and its removal: once the
+/// lease goes, it writes there. Let it finish, and keep what it wrote beside the file.
+fn rescue(dir: &Dir, name: &OsStr, old: &Watch, expected: &[u8]) -> io::Result<Replaced> {
+    old.release();
+    std::thread::sleep(BUSY_WAIT);
+    // Granted again once the writer has closed the file (or not at all after a while).
+    let _ = lease(&old.file);
+    let bytes = old.bytes()?;
+    if bytes == expected {
+        return Ok(Replaced::Done);
+    }
+    let temp = temp_name(name);
+    write_temp(dir, &temp, &bytes)?;
+    keep(dir, &temp, name).map(Replaced::Kept)
+}
+
+/// Moves the leftover `temp` to a visible name beside `name` (`<name>.edited.<pid>`, a number
+/// added if that is taken); returns its path.
+fn keep(dir: &Dir, temp: &OsStr, name: &OsStr) -> io::Result<PathBuf> {
+    let base = format!("{}.edited.{}", name.to_string_lossy(), std::process::id());
+    for n in 1.. {
+        let kept: OsString = match n {
+            1 => base.clone().into(),
+            n => format!("{base}.{n}").into(),
+        };
+        match dir.link(temp, &kept) {
+            Ok(()) => {
+                dir.remove_file(temp)?;
+                return Ok(dir.path().join(kept));
+            }
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(error) => return Err(error),
+        }
+    }
+    unreachable!("some name is free")
+}
+
+/// How often, and how long apart, a file another process holds open for writing is asked about
+/// again before it counts as being edited.
+const BUSY_TRIES: u32 = 40;
+const BUSY_WAIT: Duration = Duration::from_millis(25);
+
+/// A file open for reading under a read lease, where the system grants one (Linux): a process
+/// that opens it for writing from then on breaks the lease, which is how an in-place edit made
+/// during a replacement is seen. Without a lease, only its bytes and identity are checked.
+struct Watch {
+    file: File,
+    leased: bool,
+}
+
+impl Watch {
+    /// `name` in `dir`, watched; `WouldBlock` while another process holds it open for writing.
+    fn open(dir: &Dir, name: &OsStr) -> io::Result<Watch> {
+        let file = dir.open(name, Mode::Read)?;
+        let leased = lease(&file)?;
+        Ok(Watch { file, leased })
+    }
+
+    /// Its bytes now.
+    fn bytes(&self) -> io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        let mut chunk = vec![0; 64 * 1024];
+        loop {
+            match self.file.read_at(&mut chunk, bytes.len() as u64)? {
+                0 => return Ok(bytes),
+                read => bytes.extend_from_slice(&chunk[..read]),
+            }
+        }
+    }
+
+    /// Whether a process opened it for writing since it was watched.
+    fn broken(&self) -> bool {
+        self.leased && !lease_held(&self.file)
+    }
+
+    /// Gives the lease up (a writer waiting for it goes on).
+    fn release(&self) {
+        if self.leased {
+            #[cfg(target_os = "linux")]
+            {
+                use std::os::fd::AsRawFd;
+                // SAFETY: fcntl on a descriptor we own, with integer arguments.
+                unsafe { libc::fcntl(self.file.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
+            }
+        }
+    }
+
+    /// Whether `name` in `dir` is this very file.
+    fn is(&self, dir: &Dir, name: &OsStr) -> io::Result<bool> {
+        let metadata = self.file.metadata()?;
+        Ok(dir.identity(name)? == Some((metadata.dev(), metadata.ino())))
+    }
+}
+
+/// Takes a read lease on `file`: `Ok(false)` where the system grants none, `WouldBlock` while
+/// another process keeps the file open for writing.
+#[cfg(target_os = "linux")]
+fn lease(file: &File) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // F_SETSIG of <fcntl.h> (the same on every Linux architecture), which the libc crate does
+    // not export for every target.
+    const F_SETSIG: libc::c_int = 10;
+    let fd = file.as_raw_fd();
+    // A broken lease signals its holder, with SIGIO by default, which would end the process.
+    // SIGURG is ignored unless handled; the break is read with F_GETLEASE instead.
+    // SAFETY: fcntl on a descriptor we own, with integer arguments.
+    unsafe { libc::fcntl(fd, F_SETSIG, libc::SIGURG) };
+    for _ in 0..BUSY_TRIES {
+        // SAFETY: as above.
+        match crate::base::fs::check(unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK) }) {
+            Ok(_) => return Ok(true),
+            Err(error) if error.raw_os_error() == Some(libc::EAGAIN) => {
+                std::thread::sleep(BUSY_WAIT)
+            }
+            // Not on this filesystem, or not the owner's file: the other checks still hold.
+            Err(_) => return Ok(false),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::WouldBlock,
+        "the file is held open for writing",
+    ))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn lease(_: &File) -> io::Result<bool> {
+    Ok(false)
+}
+
+/// Whether the read lease on `file` is still whole (no writer is waiting for it to go).
+#[cfg(target_os = "linux")]
+fn lease_held(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLEASE) == libc::F_RDLCK }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn lease_held(_: &File) -> bool {
+    true
+}
+
+/// Removes the temporary files that writers killed mid-write left in `dir` (those of a process
+/// that no longer exists), putting back first a hand edit that a killed
+/// [`replace_if_unchanged`] had swapped out; returns how many it cleared. A live process's
+/// files are left alone, so this is safe while others write.
 pub fn sweep_stale_temps(dir: &Path) -> usize {
-    let Ok(entries) = fs::read_dir(dir) else {
+    let Ok(dir) = Dir::open_dir(dir) else {
+        return 0;
+    };
+    let Ok(entries) = dir.entries() else {
         return 0;
     };
     entries
-        .flatten()
-        .filter(|entry| {
-            let name = entry.file_name();
-            writer_pid(&name.to_string_lossy()).is_some_and(|pid| !process_exists(pid))
-        })
-        .filter(|entry| fs::remove_file(entry.path()).is_ok())
+        .into_iter()
+        .filter(|entry| entry.kind == Kind::File)
+        .filter_map(|entry| Some((Leftover::parse(entry.name.to_str()?)?, entry.name)))
+        .filter(|(leftover, _)| !process_exists(leftover.pid))
+        .filter(|(leftover, name)| leftover.clear(&dir, name).is_ok())
         .count()
 }
 
-/// The pid in a temporary file's name `.<name>.tmp.<pid>.<n>`.
-fn writer_pid(name: &str) -> Option<i32> {
-    let rest = name.strip_prefix('.')?;
-    let (rest, counter) = rest.rsplit_once('.')?;
-    let (rest, pid) = rest.rsplit_once('.')?;
-    let ok = !counter.is_empty() && counter.bytes().all(|b| b.is_ascii_digit());
-    (ok && rest.ends_with(".tmp") && rest.len() > 4)
-        .then(|| pid.parse().ok())
-        .flatten()
+/// A temp file's name, read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Leftover {
+    /// The file it was to replace.
+    target: String,
+    /// The writer.
+    pid: i32,
+    /// For a swap file: the hashes of the new bytes and of those expected.
+    swap: Option<(u64, u64)>,
+}
+
+impl Leftover {
+    /// `.<name>.tmp.<pid>.<n>` or `.<name>.swap.<pid>.<new>.<old>`.
+    fn parse(name: &str) -> Option<Leftover> {
+        let rest = name.strip_prefix('.')?;
+        let hex = |text: &str| (text.len() == 16).then(|| u64::from_str_radix(text, 16).ok())?;
+        let digits = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+        let (rest, last) = rest.rsplit_once('.')?;
+        let (rest, before) = rest.rsplit_once('.')?;
+        if let Some(target) = rest.strip_suffix(".tmp").filter(|_| digits(last)) {
+            let pid = before.parse().ok()?;
+            let target = target.to_string();
+            return (!target.is_empty()).then_some(Leftover {
+                target,
+                pid,
+                swap: None,
+            });
+        }
+        let (rest, pid) = rest.rsplit_once('.')?;
+        let target = rest.strip_suffix(".swap").filter(|t| !t.is_empty())?;
+        Some(Leftover {
+            target: target.to_string(),
+            pid: pid.parse().ok()?,
+            swap: Some((hex(before)?, hex(last)?)),
+        })
+    }
+
+    /// Removes the leftover `name` in `dir`; a swap file holding bytes that are neither the
+    /// new ones nor those expected held a hand edit: it goes back in place (or, if the file
+    /// changed since, beside it).
+    fn clear(&self, dir: &Dir, name: &OsStr) -> io::Result<()> {
+        let Some((new, expected)) = self.swap else {
+            return dir.remove_file(name);
+        };
+        let held = stable_hash(&Watch::open(dir, name)?.bytes()?);
+        if held == new || held == expected {
+            return dir.remove_file(name);
+        }
+        let target = OsStr::new(&self.target);
+        let current = match Watch::open(dir, target) {
+            Ok(watch) => Some(stable_hash(&watch.bytes()?)),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => None,
+            Err(error) => return Err(error),
+        };
+        if current == Some(new) {
+            if !dir.exchange(name, target)? {
+                return dir.rename(name, target);
+            }
+            return dir.remove_file(name);
+        }
+        keep(dir, name, target).map(drop)
+    }
 }
 
 fn process_exists(pid: i32) -> bool {
@@ -101,58 +435,4 @@ fn process_exists(pid: i32) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn write_atomic_replaces_and_leaves_no_temp_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state.json");
-        write_atomic(&path, b"old").unwrap();
-        write_atomic(&path, b"new").unwrap();
-        assert_eq!(fs::read(&path).unwrap(), b"new");
-        let names: Vec<_> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, vec![std::ffi::OsString::from("state.json")]);
-    }
-
-    #[test]
-    fn create_new_never_overwrites() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("config.yaml");
-        assert!(create_new(&path, b"first").unwrap());
-        assert!(!create_new(&path, b"second").unwrap());
-        assert_eq!(fs::read(&path).unwrap(), b"first");
-    }
-
-    #[test]
-    fn stale_temps_of_dead_writers_are_swept_and_live_ones_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let dead = child.id();
-        child.wait().unwrap();
-        let live = std::process::id();
-        let names = [
-            format!(".state.json.tmp.{dead}.3"),
-            format!(".F-001.md.tmp.{live}.0"),
-            "state.json".to_string(),
-            format!(".tmp.{dead}.1"),
-            ".notes.tmp.x.1".to_string(),
-        ];
-        for name in &names {
-            fs::write(dir.path().join(name), b"x").unwrap();
-        }
-        assert_eq!(sweep_stale_temps(dir.path()), 1);
-        let mut left: Vec<String> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        left.sort();
-        let mut expected = names[1..].to_vec();
-        expected.sort();
-        assert_eq!(left, expected);
-        assert_eq!(sweep_stale_temps(&dir.path().join("missing")), 0);
-    }
-}
+mod tests;

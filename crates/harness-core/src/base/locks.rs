@@ -6,11 +6,12 @@
 //! with run.sh. OFD locks can also be asked about without being taken: with flock, [`is_held`] had
 //! to take a free lock for an instant, and a run.sh starting at that very instant was refused (75).
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::base::error::LockHeld;
+use crate::base::fs::{self, Mode};
 
 /// A held lock; released when dropped (or when the process dies, however it dies).
 #[derive(Debug)]
@@ -47,9 +48,18 @@ impl Drop for Lock {
 #[cfg(unix)]
 pub fn acquire_for_parent(fd: i32, path: &Path, what: &str, holder: &str) -> anyhow::Result<()> {
     use std::os::fd::FromRawFd;
+    use std::os::unix::fs::MetadataExt;
     // SAFETY: the caller passes a descriptor it opened for us on purpose; we own it from here and
     // closing our copy does not release a lock held through the parent's copy.
     let file = unsafe { File::from_raw_fd(fd) };
+    // The shell opened the path following links: it must be the very file found without.
+    let (inherited, own) = (file.metadata()?, open_lock_file(path)?.metadata()?);
+    if (inherited.dev(), inherited.ino()) != (own.dev(), own.ino()) {
+        anyhow::bail!(
+            "{}: the lock file changed while it was being opened; run again",
+            path.display()
+        );
+    }
     try_lock(&file, path, what, holder)
 }
 
@@ -57,7 +67,11 @@ pub fn acquire_for_parent(fd: i32, path: &Path, what: &str, holder: &str) -> any
 /// writes `holder` into the file; or says who holds it.
 fn try_lock(file: &File, path: &Path, what: &str, holder: &str) -> anyhow::Result<()> {
     match sys::try_lock(file) {
-        Ok(()) => Ok(write_holder(&mut open_lock_file(path)?, holder)?),
+        Ok(()) => Ok(open_lock_file(path)
+            .and_then(|mut file| write_holder(&mut file, holder))
+            .map_err(|error| {
+                anyhow::Error::new(error).context(format!("cannot write {}", path.display()))
+            })?),
         Err(error) if sys::is_contended(&error) => Err(LockHeld {
             what: what.to_string(),
             path: path.to_path_buf(),
@@ -74,7 +88,7 @@ fn try_lock(file: &File, path: &Path, what: &str, holder: &str) -> anyhow::Resul
 /// about, never taken, so a probe cannot make anyone else's attempt to take it fail. A lock that
 /// cannot be asked about counts as held: a caller then leaves the feature alone.
 pub fn is_held(path: &Path) -> bool {
-    match File::open(path) {
+    match fs::open(path, Mode::Read) {
         Ok(file) => sys::held_elsewhere(&file).unwrap_or(true),
         Err(_) => false,
     }
@@ -84,12 +98,7 @@ fn open_lock_file(path: &Path) -> io::Result<File> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir)?;
     }
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
+    fs::open(path, Mode::ReadWrite)
 }
 
 fn write_holder(file: &mut File, holder: &str) -> io::Result<()> {
@@ -100,7 +109,7 @@ fn write_holder(file: &mut File, holder: &str) -> io::Result<()> {
 
 fn read_holder(path: &Path) -> String {
     let mut text = String::new();
-    if let Ok(mut file) = File::open(path) {
+    if let Ok(mut file) = fs::open(path, Mode::Read) {
         let _ = Read::by_ref(&mut file).take(4096).read_to_string(&mut text);
     }
     text.trim().to_string()

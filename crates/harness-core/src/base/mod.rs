@@ -1,11 +1,14 @@
-//! The base layer: small helpers that know nothing of features, roles or agents — atomic writes,
-//! locks, time, signals, git plumbing, the error types and the exit codes. Every other layer may
-//! use them; they use none.
+//! The base layer: small helpers that know nothing of features, roles or agents — file access
+//! that never follows a link under `.harness/`, atomic writes, locks, time, signals, git
+//! plumbing, a stable hash, the error types and the exit codes. Every other layer may use them;
+//! they use none.
 
 pub mod atomic;
 pub mod error;
 pub mod exit_codes;
+pub mod fs;
 pub mod git;
+pub mod hash;
 pub mod locks;
 pub mod signals;
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use crate::base::fs;
 use crate::base::git;
 use crate::base::locks::Lock;
 use crate::spec::features::FeatureId;
@@ -45,7 +46,7 @@ pub fn prepare(main: &Path, state: &StateDir, feature: &FeatureId) -> anyhow::Re
     if !path.join(".git").exists() {
         // Worktrees are created one at a time: git's own bookkeeping is not safe to race.
         let _lock = Lock::acquire(&state.git_lock())?;
-        std::fs::create_dir_all(state.worktrees_dir())?;
+        fs::create_dir_all(&state.worktrees_dir())?;
         let path_text = path.to_string_lossy().into_owned();
         let branch_exists = git::run(
             main,

@@ -32,6 +32,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::hash::stable_hash;
 use crate::base::time::{self, Timestamp};
 use crate::spec::role::Role;
 use crate::state::memory::cut;
@@ -936,21 +937,6 @@ fn identity_files(identities: &Identities, graduations: &[Graduation]) -> Vec<(R
             Some((role, graduation::appended(role, current, &lines)))
         })
         .collect()
-}
-
-/// FNV-1a over `bytes`, then mixed (splitmix64's finaliser) so that every bit depends on every
-/// byte: a stable hash, the same on every platform and Rust version.
-fn stable_hash(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &byte in bytes {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash ^= hash >> 30;
-    hash = hash.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    hash ^= hash >> 27;
-    hash = hash.wrapping_mul(0x94d0_49bb_1331_11eb);
-    hash ^ (hash >> 31)
 }
 
 /// An id of [`ID_LEN`] hex digits for `bytes` (an entry's raw line).

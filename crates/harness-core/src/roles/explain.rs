@@ -38,11 +38,7 @@ pub fn explain(request: &FeatureRequest, role: Role) -> anyhow::Result<Explanati
         });
     let layers = session::read_layers(&request.home, &request.state, &feature.id, role)?;
     let run_id = RunId::generate(time::now().timestamp(), role, &feature.id, |candidate| {
-        request
-            .state
-            .feature_runs(&feature.id)
-            .join(candidate)
-            .exists()
+        crate::base::fs::exists(&request.state.feature_runs(&feature.id).join(candidate))
     });
     let runtime = crate::roles::prompt::RuntimeContext {
         feature_id: feature.id.to_string(),

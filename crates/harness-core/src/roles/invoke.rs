@@ -10,12 +10,14 @@ use crate::agent::progress;
 use crate::agent::{self, AgentRun, Invocation, Redactor};
 use crate::base::atomic::write_atomic;
 use crate::base::error::InputError;
+use crate::base::fs;
 use crate::roles::prompt::RuntimeContext;
 use crate::spec::config::AgentConfig;
 use crate::spec::layout::StateDir;
 use crate::spec::presets::PROMPT_FILE_PLACEHOLDER;
 use crate::spec::role::Role;
 use crate::state::budget::Remaining;
+use crate::state::memory;
 
 /// What a role needs to run its agent once.
 #[derive(Debug, Clone)]
@@ -53,19 +55,18 @@ pub struct RoleInvocation<'a> {
 /// Creates the run directory and writes `prompt.md`; returns its path. A run directory is never
 /// reused: an existing one is an error.
 pub fn save_prompt(run_dir: &Path, prompt: &str) -> anyhow::Result<PathBuf> {
-    if run_dir.exists() {
+    if fs::exists(run_dir) {
         return Err(InputError::in_file(
             run_dir,
             "this run directory exists already; a run id is never reused",
         )
         .into());
     }
-    std::fs::create_dir_all(run_dir)
-        .with_context(|| format!("cannot create {}", run_dir.display()))?;
+    fs::create_dir_all(run_dir).with_context(|| format!("cannot create {}", run_dir.display()))?;
     let path = run_dir.join("prompt.md");
     if let Err(error) = write_atomic(&path, prompt.as_bytes()) {
         // A full disk: leave no empty run directory behind, as if nothing had started.
-        let _ = std::fs::remove_dir(run_dir);
+        let _ = fs::remove_dir(run_dir);
         return Err(anyhow::Error::new(error).context(format!("cannot write {}", path.display())));
     }
     Ok(path)
@@ -107,6 +108,12 @@ pub fn run(invocation: &RoleInvocation) -> anyhow::Result<AgentRun> {
             iteration: invocation.iteration,
             max_iterations: invocation.max_iterations,
         }),
+    })
+    .inspect(|run| {
+        if run.output.entries_dropped > 0 {
+            let warning = memory::dropped_entries_warning(run.output.entries_dropped);
+            eprintln!("{}: warning: {warning}", invocation.role);
+        }
     })
     .map_err(|error| {
         let hint = start_failure_hint(&error, invocation.prompt, &invocation.state.config());
@@ -167,8 +174,8 @@ pub fn answer_text(
         return Ok(run.output.answer().to_string());
     }
     let path = run_dir.join("output.log");
-    let mut file =
-        std::fs::File::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut file = fs::open(&path, fs::Mode::Read)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let len = file.metadata()?.len();
     file.seek(SeekFrom::Start(len.saturating_sub(MAX_ANSWER_BYTES)))?;
     let mut bytes = Vec::new();

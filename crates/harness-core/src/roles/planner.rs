@@ -97,7 +97,7 @@ pub fn run_plan(request: &PlanRequest) -> anyhow::Result<PlanReport> {
     let mission_id = FeatureId::parse(MISSION).expect("a valid id");
     let run_id = request.run_id.clone().unwrap_or_else(|| {
         RunId::generate(started_at.timestamp(), Role::Planner, &mission_id, |id| {
-            state_dir.plans_dir().join(id).exists()
+            crate::base::fs::exists(&state_dir.plans_dir().join(id))
         })
     });
     let runtime = RuntimeContext {
@@ -268,7 +268,7 @@ fn check_replannable(state: Option<&RunState>, id: &FeatureId) -> Result<(), Inp
 /// features.yaml's text and its features; a missing file is an empty list (the plan creates it).
 fn read_features(state_dir: &StateDir) -> Result<(String, FeatureList), InputError> {
     let path = state_dir.features();
-    if !path.exists() {
+    if !crate::base::fs::exists(&path) {
         return Ok((String::new(), FeatureList::default()));
     }
     let text = crate::spec::config::read_input(&path)?;
@@ -646,6 +646,7 @@ struct ResultRecord<'a> {
     cost_usd: Option<f64>,
     output_bytes: u64,
     memory_entries: usize,
+    memory_entries_dropped: usize,
     log_error: Option<&'a str>,
 }
 
@@ -709,6 +710,7 @@ fn write_result(
             cost_usd: run.output.usage.cost_usd,
             output_bytes: run.output.bytes,
             memory_entries: run.output.entries.len(),
+            memory_entries_dropped: run.output.entries_dropped,
             log_error: run.log_error.as_deref(),
         },
     )

@@ -10,6 +10,7 @@ use crate::agent;
 use crate::agent::AgentRun;
 use crate::base::error::InputError;
 use crate::base::exit_codes;
+use crate::base::fs;
 use crate::base::locks::{self, Lock};
 use crate::base::time::{self, Timestamp};
 use crate::roles::invoke::{self, RoleInvocation};
@@ -109,6 +110,7 @@ pub fn check_inputs_with(
     path_var: Option<&std::ffi::OsStr>,
 ) -> Result<Inputs, InputError> {
     state_dir.require_initialised()?;
+    state_dir.refuse_links(Some(feature))?;
     let config = parsed(&mut memo.config, &state_dir.config(), Config::parse)?.clone();
     let features = parsed(
         &mut memo.features,
@@ -257,12 +259,11 @@ pub fn open_or_resume(
 /// run: only files of writers that no longer exist go.
 pub fn sweep_stale_temps(state: &StateDir, feature: &FeatureId) -> usize {
     let runs = state.feature_runs(feature);
-    let run_dirs = std::fs::read_dir(&runs)
+    let run_dirs = fs::read_dir(&runs)
         .into_iter()
         .flatten()
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| path.is_dir());
+        .filter(|entry| entry.kind == fs::Kind::Dir)
+        .map(|entry| runs.join(entry.name));
     [state.root().to_path_buf(), state.notes_dir(), runs.clone()]
         .into_iter()
         .chain(run_dirs)
@@ -399,7 +400,7 @@ impl Session {
         request.run_id.clone().unwrap_or_else(|| {
             let unix_time = self.started_at.timestamp();
             RunId::generate_after(previous, unix_time, self.role, id, |candidate| {
-                request.state.feature_runs(id).join(candidate).exists()
+                fs::exists(&request.state.feature_runs(id).join(candidate))
             })
         })
     }

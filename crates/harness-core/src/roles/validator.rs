@@ -185,6 +185,8 @@ struct ResultRecord<'a> {
     tokens: Option<u64>,
     cost_usd: Option<f64>,
     output_bytes: u64,
+    memory_entries: usize,
+    memory_entries_dropped: usize,
 }
 
 /// Runs the validator on a provisional feature: pass → done (notes removed); fail → the reasons
@@ -372,6 +374,8 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
             tokens: output.usage.total_tokens(),
             cost_usd: output.usage.cost_usd,
             output_bytes: output.bytes,
+            memory_entries: output.entries.len(),
+            memory_entries_dropped: output.entries_dropped,
         },
     )?;
     session.save()?;

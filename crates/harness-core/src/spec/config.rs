@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use crate::agent::Limits;
 use crate::base::error::InputError;
+use crate::base::fs;
 use crate::roles::curator::Params;
 use crate::spec::presets::Preset;
 use crate::spec::role::Role;
@@ -435,7 +436,7 @@ fn line_of_key(text: &str, message: &str) -> Option<usize> {
 
 /// Reads an input file as UTF-8 text (a leading BOM is dropped), with errors that name the file.
 pub fn read_input(path: &Path) -> Result<String, InputError> {
-    let bytes = std::fs::read(path).map_err(|error| {
+    let bytes = fs::read(path).map_err(|error| {
         let error = InputError::in_file(path, io_message(&error));
         if path
             .file_name()

@@ -5,6 +5,7 @@ use std::io;
 use std::path::PathBuf;
 
 use crate::base::atomic::create_new;
+use crate::base::fs;
 use crate::spec::layout::StateDir;
 
 /// The config.yaml written by `init`.
@@ -121,7 +122,7 @@ pub struct InitReport {
 
 /// Creates the state directory and its templates, keeping every file that exists.
 pub fn init(state: &StateDir) -> io::Result<InitReport> {
-    std::fs::create_dir_all(state.root())?;
+    fs::create_dir_all(state.root())?;
     let mut report = InitReport {
         created: Vec::new(),
         kept: Vec::new(),

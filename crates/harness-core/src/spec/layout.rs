@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::base::error::InputError;
+use crate::base::fs;
 use crate::spec::features::FeatureId;
 use crate::spec::role::Role;
 
@@ -20,9 +21,12 @@ pub struct StateDir {
 }
 
 impl StateDir {
-    /// The state directory at `root` (usually `<workdir>/.harness`).
+    /// The state directory at `root` (usually `<workdir>/.harness`). Nothing below it is ever
+    /// read or written through a symbolic link (see [`fs`]).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        let root = root.into();
+        fs::confine(&root);
+        Self { root }
     }
 
     /// `<workdir>/.harness`.
@@ -35,12 +39,14 @@ impl StateDir {
         &self.root
     }
 
-    /// Fails with a hint to run `init` when the directory or its config is missing.
+    /// Fails with a hint to run `init` when the directory or its config is missing, and when
+    /// one of its files or directories is a symbolic link (see [`StateDir::refuse_links`]).
     pub fn require_initialised(&self) -> Result<(), InputError> {
-        if self.config().is_file() {
+        self.refuse_links(None)?;
+        if fs::is_file(&self.config()) {
             return Ok(());
         }
-        let what = if self.root.is_dir() {
+        let what = if fs::is_dir(&self.root) {
             "has no config.yaml"
         } else {
             "does not exist"
@@ -49,6 +55,52 @@ impl StateDir {
             InputError::in_file(&self.root, format!("the state directory {what}"))
                 .with_hint("create it with `./run.sh init -C <project dir>`"),
         )
+    }
+
+    /// Fails at the first of the state's files and directories (and `feature`'s) that is a
+    /// symbolic link or a special file: planted by an agent, say. Checked before a role changes
+    /// anything; every later access refuses one too (see [`fs`]).
+    pub fn refuse_links(&self, feature: Option<&FeatureId>) -> Result<(), InputError> {
+        let mut paths = vec![
+            self.config(),
+            self.mission(),
+            self.features(),
+            self.raw(),
+            self.summary(),
+            self.memory(),
+            self.notes_dir(),
+            self.runs_dir(),
+            self.plans_dir(),
+            self.plan_record(),
+            self.report(),
+            self.archive_dir(),
+            self.archive_dir().join("demoted.md"),
+            self.locks_dir(),
+            self.raw_lock(),
+            self.summary_lock(),
+            self.plan_lock(),
+            self.git_lock(),
+            self.worktrees_dir(),
+            self.mission_id(),
+            self.curator_record(),
+            self.curations_dir(),
+        ];
+        if let Some(feature) = feature {
+            paths.extend([
+                self.notes(feature),
+                self.feature_runs(feature),
+                self.run_state(feature),
+                self.feature_lock(feature),
+                self.invocation_lock(feature),
+                self.worktrees_dir().join(feature.as_str()),
+            ]);
+        }
+        fs::refuse_links(paths.iter().map(PathBuf::as_path)).map_err(|error| {
+            match fs::as_refused(&error) {
+                Some(refused) => refused.to_input_error(),
+                None => InputError::in_file(&self.root, format!("cannot look into it: {error}")),
+            }
+        })
     }
 
     /// `config.yaml`: agent command, guardrails.

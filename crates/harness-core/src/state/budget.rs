@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::fs;
 use crate::spec::features::FeatureId;
 use crate::spec::layout::StateDir;
 use crate::state::run_state::{Attempt, RunState};
@@ -140,19 +141,19 @@ pub fn mission_spent_with(
     own: Option<(&Path, Spent)>,
 ) -> Spent {
     let mut total = own.map(|(_, spent)| spent).unwrap_or_default();
-    let Ok(entries) = std::fs::read_dir(state.runs_dir()) else {
+    let Ok(entries) = fs::read_dir(&state.runs_dir()) else {
         return total;
     };
     let mut seen = HashMap::with_capacity(memo.files.len());
-    for entry in entries.flatten() {
-        let Ok(feature) = FeatureId::parse(&entry.file_name().to_string_lossy()) else {
+    for entry in entries {
+        let Ok(feature) = FeatureId::parse(&entry.name.to_string_lossy()) else {
             continue;
         };
-        let path = entry.path().join("state.json");
+        let path = state.run_state(&feature);
         if own.is_some_and(|(own, _)| own == path) {
             continue;
         }
-        let Ok(metadata) = std::fs::metadata(&path) else {
+        let Ok(metadata) = fs::open(&path, fs::Mode::Read).and_then(|file| file.metadata()) else {
             continue;
         };
         let key = file_key(&metadata);

@@ -2,10 +2,10 @@
 //! its lock), and the reading of L2 `summary.md` and L4 `identity/<role>.md` for prompts.
 
 use std::fmt;
-use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::Path;
 
+use crate::base::fs;
 use crate::base::locks::Lock;
 use crate::base::time::{self, Timestamp};
 use crate::spec::features::FeatureId;
@@ -15,8 +15,17 @@ use crate::spec::role::Role;
 /// The longest entry text kept; a longer line is cut (and marked) so raw.md stays one-liners.
 pub const MAX_ENTRY_CHARS: usize = 500;
 /// The most entries harvested from one invocation; the rest are counted, not appended, so a
-/// flooding agent cannot flood memory.
+/// flooding agent cannot flood memory (see [`dropped_entries_warning`]).
 pub const MAX_ENTRIES_PER_INVOCATION: usize = 50;
+
+/// What a role says on stderr when its agent printed `dropped` entries past
+/// [`MAX_ENTRIES_PER_INVOCATION`] (the attempt's record counts them too).
+pub fn dropped_entries_warning(dropped: usize) -> String {
+    format!(
+        "the agent printed {dropped} memory entries past the {MAX_ENTRIES_PER_INVOCATION} one \
+         invocation may leave: they are not in raw.md (output.log has them)"
+    )
+}
 
 /// The kind of a raw.md entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -238,10 +247,7 @@ pub fn append_raw(state: &StateDir, entries: &[RawEntry]) -> io::Result<()> {
         text.push('\n');
     }
     let _lock = Lock::acquire(&state.raw_lock())?;
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(state.raw())?;
+    let mut file = fs::open(&state.raw(), fs::Mode::Append)?;
     // A hand edit may have left the file without a final newline; never glue onto its last line.
     if ends_without_newline(&state.raw())? {
         text.insert(0, '\n');
@@ -258,7 +264,7 @@ pub fn append_raw(state: &StateDir, entries: &[RawEntry]) -> io::Result<()> {
 
 fn ends_without_newline(path: &Path) -> io::Result<bool> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut file = std::fs::File::open(path)?;
+    let mut file = fs::open(path, fs::Mode::Read)?;
     let len = file.metadata()?.len();
     if len == 0 {
         return Ok(false);
@@ -272,7 +278,7 @@ fn ends_without_newline(path: &Path) -> io::Result<bool> {
 /// The text of a memory file for a prompt, or `None` when it is missing or holds only blanks.
 /// Invalid UTF-8 (a mangled hand edit) is shown with replacement characters rather than refused.
 pub fn read_layer(path: &Path) -> io::Result<Option<String>> {
-    match std::fs::read(path) {
+    match fs::read(path) {
         Ok(bytes) => {
             let text = String::from_utf8_lossy(&bytes).replace('\0', "");
             let text = text.trim_start_matches('\u{feff}').trim().to_string();

@@ -6,6 +6,7 @@ use std::io;
 use std::path::Path;
 
 use crate::base::atomic::write_atomic;
+use crate::base::fs;
 use crate::base::time::{self, Timestamp};
 use crate::spec::features::FeatureId;
 use crate::spec::layout::StateDir;
@@ -89,12 +90,8 @@ pub fn for_prompt(notes: &str) -> std::borrow::Cow<'_, str> {
 /// Appends `section` to the feature's notes (a whole-file atomic rewrite: never a torn section).
 pub fn append(state: &StateDir, feature: &FeatureId, section: &str) -> io::Result<()> {
     let path = state.notes(feature);
-    std::fs::create_dir_all(state.notes_dir())?;
-    let mut text = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => Vec::new(),
-        Err(error) => return Err(error),
-    };
+    fs::create_dir_all(&state.notes_dir())?;
+    let mut text = fs::read_optional(&path)?.unwrap_or_default();
     if !text.is_empty() && !text.ends_with(b"\n") {
         text.push(b'\n');
     }
@@ -113,7 +110,7 @@ pub fn remove(state: &StateDir, feature: &FeatureId) -> io::Result<bool> {
 }
 
 fn remove_file_if_exists(path: &Path) -> io::Result<bool> {
-    match std::fs::remove_file(path) {
+    match fs::remove_file(path) {
         Ok(()) => Ok(true),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(error) => Err(error),

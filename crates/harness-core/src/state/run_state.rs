@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::agent::{AgentRun, End};
 use crate::base::atomic::write_atomic;
 use crate::base::error::InputError;
+use crate::base::fs;
 use crate::base::time::Timestamp;
 use crate::spec::features::FeatureId;
 use crate::spec::role::Role;
@@ -138,6 +139,13 @@ pub struct Attempt {
     /// The normalised usage: tokens by kind, the cost and its source, the final answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<UsageRecord>,
+    /// Memory entries the agent printed past the most one invocation may leave, not kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub memory_entries_dropped: usize,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
 }
 
 impl Attempt {
@@ -164,6 +172,7 @@ impl Attempt {
         self.cost_usd = usage.cost_usd;
         self.usage = Some(usage);
         self.output_bytes = run.output.bytes;
+        self.memory_entries_dropped = run.output.entries_dropped;
     }
 }
 
@@ -225,7 +234,7 @@ impl RunState {
     /// Reads `path`, the run state of `feature`; `Ok(None)` when the feature has never run. A
     /// state naming another feature (a file copied or moved by hand) is an error, never trusted.
     pub fn load(path: &Path, feature: &FeatureId) -> Result<Option<Self>, InputError> {
-        if !path.exists() {
+        if !fs::exists(path) {
             return Ok(None);
         }
         let text = crate::spec::config::read_input(path)?;
@@ -255,7 +264,7 @@ impl RunState {
     /// Writes the state atomically.
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+            fs::create_dir_all(dir)?;
         }
         let mut json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         json.push(b'\n');
@@ -327,6 +336,7 @@ impl RunState {
             output_bytes: 0,
             tree_changed: None,
             usage: None,
+            memory_entries_dropped: 0,
         });
     }
 

@@ -29,6 +29,7 @@ use serde::Deserialize;
 
 use crate::base::atomic::write_atomic;
 use crate::base::error::InputError;
+use crate::base::fs;
 use crate::base::time::Timestamp;
 use crate::mission::schedule::{self, States};
 use crate::spec::config::Config;
@@ -128,7 +129,7 @@ pub fn load(state_dir: &StateDir, report_dir: &Path, now: Timestamp) -> Result<I
         memory::read_layer(&path)
             .map_err(|error| InputError::in_file(&path, format!("cannot read it: {error}")))
     };
-    let raw = match std::fs::read(state_dir.raw()) {
+    let raw = match fs::read(&state_dir.raw()) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(error) if error.kind() == io::ErrorKind::NotFound => String::new(),
         Err(error) => {
@@ -166,7 +167,7 @@ pub fn write_report(state_dir: &StateDir, output: &Path, now: Timestamp) -> anyh
         .with_context(|| format!("bad output path {}", output.display()))?;
     let dir = output.parent().unwrap_or(Path::new("/"));
     let inputs = load(state_dir, dir, now)?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     write_atomic(&output, render(&inputs).as_bytes())
         .with_context(|| format!("cannot write {}", output.display()))
 }
@@ -176,7 +177,7 @@ pub fn write_report(state_dir: &StateDir, output: &Path, now: Timestamp) -> anyh
 /// MEMORY.md (no curator pass yet).
 pub fn load_curator(state_dir: &StateDir) -> io::Result<Option<CuratorView>> {
     let path = state_dir.memory();
-    if !path.exists() {
+    if !fs::exists(&path) {
         return Ok(None);
     }
     let text = memory::read_layer(&path)?.unwrap_or_default();
@@ -219,12 +220,13 @@ pub fn curator_view(source: &str, text: &str, per_section: usize) -> CuratorView
 /// Every mission planning run that left a readable result.json, oldest first. A run without one
 /// (still running, or killed) is left out rather than failing the report.
 fn load_plans(state_dir: &StateDir) -> Vec<PlanRun> {
-    let Ok(entries) = std::fs::read_dir(state_dir.plans_dir()) else {
+    let Ok(entries) = fs::read_dir(&state_dir.plans_dir()) else {
         return Vec::new();
     };
     let mut plans: Vec<PlanRun> = entries
-        .flatten()
-        .filter_map(|entry| std::fs::read(entry.path().join("result.json")).ok())
+        .into_iter()
+        .map(|entry| state_dir.plans_dir().join(entry.name).join("result.json"))
+        .filter_map(|path| fs::read(&path).ok())
         .filter_map(|bytes| serde_json::from_slice::<PlanRun>(&bytes).ok())
         .filter(|plan| crate::spec::layout::RunId::parse(&plan.run_id).is_ok())
         .collect();

@@ -64,7 +64,7 @@ pub fn propose(request: &Request, snapshot: &Snapshot, draft: &Pass) -> anyhow::
     let mission = FeatureId::parse(crate::roles::planner::MISSION).expect("a valid id");
     let run_id = request.run_id.clone().unwrap_or_else(|| {
         RunId::generate(started_at.timestamp(), Role::Curator, &mission, |id| {
-            state.curations_dir().join(id).exists()
+            crate::base::fs::exists(&state.curations_dir().join(id))
         })
     });
     let runtime = RuntimeContext {
@@ -197,6 +197,8 @@ pub fn propose(request: &Request, snapshot: &Snapshot, draft: &Pass) -> anyhow::
             accepted: verdict.accepted,
             reason: &verdict.reason,
             wordings: &wordings,
+            memory_entries: run.output.entries.len(),
+            memory_entries_dropped: run.output.entries_dropped,
         },
     )?;
     Ok(Proposal {
@@ -218,6 +220,8 @@ struct ResultRecord<'a> {
     accepted: bool,
     reason: &'a str,
     wordings: &'a BTreeMap<String, String>,
+    memory_entries: usize,
+    memory_entries_dropped: usize,
 }
 
 /// Text indented four spaces: shown in the prompt as a block that is not a fence, so that an

@@ -25,7 +25,7 @@ pub struct PlanRecord {
 impl PlanRecord {
     /// Reads `path`; an absent record is empty (the planner wrote nothing yet).
     pub fn load(path: &Path) -> Result<Self, InputError> {
-        if !path.exists() {
+        if !crate::base::fs::exists(path) {
             return Ok(Self::default());
         }
         let text = crate::spec::config::read_input(path)?;

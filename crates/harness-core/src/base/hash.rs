@@ -1,0 +1,17 @@
+//! A stable hash: the same value on every platform and Rust version, for ids and names that are
+//! written to disk (std's `DefaultHasher` promises neither).
+
+/// FNV-1a over `bytes`, then mixed (splitmix64's finaliser) so that every bit depends on every
+/// byte.
+pub fn stable_hash(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &byte in bytes {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash ^= hash >> 30;
+    hash = hash.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    hash ^= hash >> 27;
+    hash = hash.wrapping_mul(0x94d0_49bb_1331_11eb);
+    hash ^ (hash >> 31)
+}
