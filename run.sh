@@ -62,7 +62,9 @@ Options (before or after the command):
 
 Exit codes: 0 done (for `all`: every feature done); 1 usage, configuration or input error, or a
 rejected plan; 2 stopped by a guardrail (max_iterations); 3 blocked or failed for good (for `all`:
-some feature is not done); 75 the feature (or a planner) is already being run; 130 interrupted.
+some feature is not done); 74 the disk is full (or a file-size limit was reached): nothing was
+half-written, run again once there is room; 75 the feature (or a planner) is already being run;
+130 interrupted.
 
 Environment: HARNESS_HOME (the harness install; default: the directory of this script, symlinks
 followed), HARNESS_BIN_DIR (where the binaries are; default: HARNESS_HOME/target/release or debug
@@ -172,8 +174,9 @@ run_child() {
 report_on_exit() {
   local status=$?
   trap - EXIT
-  # An input error (1) or a feature run by someone else (75) changed nothing: neither does this.
-  [[ $status -ne 1 && $status -ne 75 ]] || return 0
+  # An input error (1), a full disk (74: the report would not fit either) or a feature run by
+  # someone else (75) changed nothing: neither does this.
+  [[ $status -ne 1 && $status -ne 74 && $status -ne 75 ]] || return 0
   [[ -n ${PLANNER:-} && -d $STATE_DIR ]] || return 0
   "$PLANNER" report -C "$WORKDIR" >/dev/null 2>&1 ||
     printf 'run.sh: warning: could not write .harness/report.html (./run.sh report shows why)\n' >&2

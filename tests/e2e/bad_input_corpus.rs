@@ -3,8 +3,8 @@
 //! wrongly-typed YAML, empty files, a BOM and CRLF (accepted), invalid UTF-8 and NUL bytes in the
 //! agent's output and in the memory files, 100 MB of output on one line, 10,000 features,
 //! hand-mangled summary.md and MEMORY.md, ids with `..`, `/`, spaces or Unicode lookalikes, a
-//! dependency cycle, a read-only `.harness/` and a full disk. (bad_input.rs has the first cases
-//! of each kind; this file is the systematic table.)
+//! dependency cycle and a read-only `.harness/` (a full disk is in disk_full.rs). (bad_input.rs
+//! has the first cases of each kind; this file is the systematic table.)
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -579,113 +579,4 @@ fn a_read_only_state_directory_is_a_clear_error_and_changes_nothing() {
     // Writable again, it runs.
     let out = project.run(&["F-001"]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
-}
-
-/// Runs `args` with files limited to `bytes` (a disk that is full past that size): writes past
-/// it fail with EFBIG instead of killing the process.
-fn run_with_file_limit(project: &Project, args: &[&str], bytes: u64) -> Output {
-    let mut command = project.command(args);
-    // SAFETY: setrlimit and signal are async-signal-safe; the limit and the ignored SIGXFSZ are
-    // inherited by run.sh and every binary it starts.
-    unsafe {
-        command.pre_exec(move || {
-            let limit = libc::rlimit {
-                rlim_cur: bytes,
-                rlim_max: bytes,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            Ok(())
-        });
-    }
-    command.output().unwrap()
-}
-
-/// Every state file under .harness/ parses, and raw.md holds whole lines.
-fn assert_state_whole(project: &Project) {
-    let _ = project.state("F-001");
-    assert_raw_lines_whole(project);
-}
-
-#[test]
-fn a_full_disk_fails_cleanly_and_leaves_every_file_old_or_new() {
-    // raw.md is 100 KB, just under the limit: the worker's append cannot fit.
-    let project = Project::new(
-        ONE_FEATURE,
-        "steps:\n  - [print: 'TRICK: one']\n  - [promise: true]\n",
-    );
-    let filler =
-        "[2026-04-24T10:05:12Z] worker F-009 TRICK: an entry of some length to fill the log\n";
-    let raw = filler.repeat(100 * 1024 / filler.len());
-    project.write_state("raw.md", &raw);
-    let out = run_with_file_limit(&project, &["F-001"], 100 * 1024);
-    let stderr = text(&out.stderr);
-    assert_eq!(code(&out), 1, "{stderr}");
-    assert!(
-        error_line(&stderr, "cannot append to raw.md: File too large").is_some(),
-        "{stderr}"
-    );
-    let now = project.read_state("raw.md");
-    assert!(
-        now == raw,
-        "raw.md is not as it was ({} bytes, was {}); it ends with {:?}",
-        now.len(),
-        raw.len(),
-        &now[now.len().saturating_sub(80)..]
-    );
-    assert_state_whole(&project);
-
-    // With room again, the feature resumes: nothing was lost.
-    let out = project.run(&["F-001"]);
-    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
-    assert!(project.read_state("raw.md").starts_with(&raw));
-    assert_state_whole(&project);
-    let outcomes: Vec<String> = project.state("F-001")["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["outcome"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(outcomes, ["interrupted", "completed"]);
-
-    // A disk too full for the prompt: refused before anything starts, no run directory left.
-    let project = fresh_project();
-    let before = project.snapshot();
-    let out = run_with_file_limit(&project, &["F-001"], 1024);
-    let stderr = text(&out.stderr);
-    assert_eq!(code(&out), 1, "{stderr}");
-    assert!(
-        error_line(&stderr, "prompt.md: File too large").is_some(),
-        "{stderr}"
-    );
-    assert_eq!(project.snapshot(), before);
-    assert!(
-        std::fs::read_dir(project.state_dir().join("runs/F-001"))
-            .map(|entries| entries.count() == 0)
-            .unwrap_or(true),
-        "a run directory was left behind"
-    );
-
-    // Room for the state but not for the agent's flood: output.log is cut, the run goes on.
-    let project = fresh_project();
-    shell_agent(
-        &project,
-        "head -c 300000 /dev/zero | tr '\\0' x\nprintf '\\nTRICK: after\\n<promise>TASK_COMPLETE</promise>\\n'",
-    );
-    let out = run_with_file_limit(&project, &["F-001", "--quiet"], 100 * 1024);
-    let stderr = text(&out.stderr);
-    assert_eq!(code(&out), 0, "{stderr}");
-    assert!(
-        stderr.contains("output.log is incomplete: File too large"),
-        "{stderr}"
-    );
-    let dir = &project.run_dirs("F-001")[0];
-    assert_eq!(
-        std::fs::metadata(dir.join("output.log")).unwrap().len(),
-        100 * 1024
-    );
-    assert!(project.read_state("raw.md").contains("TRICK: after"));
-    assert_state_whole(&project);
 }

@@ -6,6 +6,7 @@ mod bad_input;
 mod bad_input_corpus;
 mod curator;
 mod demo;
+mod disk_full;
 mod guardrails;
 mod hand_edits;
 mod init;

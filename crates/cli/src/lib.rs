@@ -152,9 +152,11 @@ pub fn caller_holds_feature_lock() -> bool {
         == Some(std::os::unix::process::parent_id())
 }
 
-/// The body of a role binary's `main`: signals set up first, then `run`; an error is printed as
+/// The body of a role binary's `main`: signals set up first (a full disk or a file-size limit
+/// then fails a write instead of killing the process), then `run`; an error is printed as
 /// `<name>: error: …` with its chain and mapped to its exit code.
 pub fn main(name: &str, run: impl FnOnce() -> anyhow::Result<u8>) -> ExitCode {
+    harness_core::base::signals::fail_writes_past_the_size_limit();
     if let Err(error) = harness_core::base::signals::install() {
         eprintln!("{name}: cannot set up signal handling: {error}");
         return ExitCode::from(exit_codes::USAGE);

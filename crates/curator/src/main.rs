@@ -19,7 +19,8 @@ use harness_core::spec::layout::RunId;
 ///
 /// Exit codes: 0 the pass is done (also when the agent's rewrite was rejected: the deterministic
 /// result is kept); 1 usage or input error (the message names the file and line; nothing was
-/// written); 75 another curator is running on this project (see --wait); 130 interrupted by
+/// written); 74 the disk is full or a file-size limit was reached (the write was taken back);
+/// 75 another curator is running on this project (see --wait); 130 interrupted by
 /// Ctrl-C or SIGTERM during the pass or the agent's run (it stops at once; nothing written).
 #[derive(Debug, Parser)]
 #[command(name = "curator", version = harness_cli::VERSION)]

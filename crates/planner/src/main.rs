@@ -21,7 +21,8 @@ use harness_core::spec::layout::RunId;
 /// The planner role and the mission's bookkeeping.
 ///
 /// Exit codes: 0 success; 1 usage or input error, or the agent's plan was rejected (features.yaml
-/// is then unchanged); 75 another planner is running, or the feature is being run; 130
+/// is then unchanged); 74 the disk is full or a file-size limit was reached (the write was taken
+/// back); 75 another planner is running, or the feature is being run; 130
 /// interrupted. `outcome` exits 0, 2 or 3 (see its help).
 #[derive(Debug, Parser)]
 #[command(name = "planner", version = harness_cli::VERSION)]

@@ -13,7 +13,8 @@ use harness_core::roles::validator::run_validator;
 ///
 /// Exit codes: 0 pass, the feature is done; 10 fail, back to the worker (the reasons are in the
 /// notes); 2 fail and max_iterations is reached; 1 usage or input error (e.g. the feature is not
-/// provisional); 75 the feature is being run by another process; 130 interrupted.
+/// provisional); 74 the disk is full or a file-size limit was reached (the write was taken back);
+/// 75 the feature is being run by another process; 130 interrupted.
 #[derive(Debug, Parser)]
 #[command(name = "validator", version = harness_cli::VERSION)]
 struct Cli {

@@ -20,7 +20,8 @@ use harness_core::spec::role::Role;
 /// Exit codes: 0 the feature is done; 10 the iteration ended without completion and iterations
 /// remain (run again; never with --loop); 11 the promise was delivered and the validator checks
 /// it next; 1 usage, configuration or input error; 2 max_iterations reached;
-/// 3 the feature is blocked; 75 the feature is being run by another process; 130 interrupted.
+/// 3 the feature is blocked; 74 the disk is full or a file-size limit was reached (the write was
+/// taken back); 75 the feature is being run by another process; 130 interrupted.
 #[derive(Debug, Parser)]
 #[command(name = "worker", version = harness_cli::VERSION, args_conflicts_with_subcommands = true)]
 struct Cli {

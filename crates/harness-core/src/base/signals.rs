@@ -100,13 +100,23 @@ pub fn sleep(duration: std::time::Duration) -> Option<i32> {
 }
 
 /// In a freshly forked child, before exec: unblock the signals again, so the agent can be
-/// stopped with SIGTERM. Only async-signal-safe calls.
+/// stopped with SIGTERM, and give SIGXFSZ its default action back (see
+/// [`fail_writes_past_the_size_limit`]). Only async-signal-safe calls.
 pub fn reset_in_child() {
     let set = signal_set();
-    // SAFETY: sigprocmask is async-signal-safe and the set is valid.
+    // SAFETY: sigprocmask and signal are async-signal-safe and the set is valid.
     unsafe {
         libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
     }
+}
+
+/// Makes a write past the file-size limit (`ulimit -f`) fail with EFBIG, an error that names the
+/// file, instead of killing the process with SIGXFSZ before it can take a half-done write back.
+/// Call it first thing in `main`.
+pub fn fail_writes_past_the_size_limit() {
+    // SAFETY: sets the disposition of one signal to "ignore"; no handler runs.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
 }
 
 /// The conventional name of a signal number, for messages.
