@@ -552,12 +552,7 @@ fn kill_9_during_a_pass_leaves_every_file_old_or_new() {
         assert_eq!(code(&out), 0, "{}", text(&out.stderr));
         assert_eq!(concatenated(&project), lines);
         assert_same_state(&state_of(&project), &after, "the pass after a kill");
-        let leftovers: Vec<_> = walkdir::WalkDir::new(project.state_dir())
-            .into_iter()
-            .filter_map(Result::ok)
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|name| name.contains(".tmp.") || name.contains(".swap."))
-            .collect();
+        let leftovers = project.leftovers();
         assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
     }
 }

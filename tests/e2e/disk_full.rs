@@ -53,19 +53,6 @@ fn role_command(project: &Project, name: &str, args: &[&str]) -> Command {
     command
 }
 
-/// The temp files under `.harness/`: none may be left.
-fn temp_files(project: &Project) -> Vec<PathBuf> {
-    walkdir::WalkDir::new(project.state_dir())
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter(|e| {
-            let name = e.file_name().to_string_lossy();
-            name.contains(".tmp.") || name.contains(".swap.")
-        })
-        .map(|e| e.path().to_path_buf())
-        .collect()
-}
-
 /// Exit 74, one error line naming `file` and the reason, and nothing half-written.
 fn assert_full(project: &Project, out: &Output, file: &str, what: &str) {
     let stderr = text(&out.stderr);
@@ -76,7 +63,7 @@ fn assert_full(project: &Project, out: &Output, file: &str, what: &str) {
         "{what}: not one error line naming {file}:\n{stderr}"
     );
     assert_eq!(
-        temp_files(project),
+        project.leftovers(),
         Vec::<PathBuf>::new(),
         "{what}: temp files left"
     );
@@ -207,7 +194,7 @@ fn an_agents_flood_past_the_limit_cuts_its_log_and_the_run_goes_on() {
         100 * 1024
     );
     assert!(project.read_state("raw.md").contains("TRICK: after"));
-    assert_eq!(temp_files(&project), Vec::<PathBuf>::new());
+    assert_eq!(project.leftovers(), Vec::<PathBuf>::new());
 }
 
 /// Runs `script` in a private mount namespace (`unshare -m`), where whatever it mounts goes when

@@ -81,9 +81,9 @@ fn wait_until_paused(child: &mut Child, paused: &Path) {
     }
 }
 
-/// Starts `command` with the pause set, edits both memory files with `editor` once the pass has
-/// paused, lets it go on, and returns its stderr and exit code.
-fn edit_during_pass(project: &Project, mut command: Command, editor: Editor) -> (String, i32) {
+/// Starts `command` with the pause set, and returns it once its pass has paused, with the file
+/// that holds it paused.
+fn start_paused(project: &Project, mut command: Command) -> (Child, PathBuf) {
     let (pause, paused) = pause_files(project);
     let mut child = command
         .env("HARNESS_TEST_CURATOR_PAUSE", &pause)
@@ -92,6 +92,13 @@ fn edit_during_pass(project: &Project, mut command: Command, editor: Editor) -> 
         .spawn()
         .unwrap();
     wait_until_paused(&mut child, &paused);
+    (child, pause)
+}
+
+/// Starts `command` with the pause set, edits both memory files with `editor` once the pass has
+/// paused, lets it go on, and returns its stderr and exit code.
+fn edit_during_pass(project: &Project, command: Command, editor: Editor) -> (String, i32) {
+    let (child, pause) = start_paused(project, command);
     editor.append(
         &project.state_dir().join("summary.md"),
         "- my edit, mid-pass\n",
@@ -131,14 +138,7 @@ fn assert_edits_kept(project: &Project, what: &str) {
         summary.contains("<!-- c:"),
         "{what}: the pass wrote its bullets:\n{summary}"
     );
-    let leftovers: Vec<_> = walkdir::WalkDir::new(project.state_dir())
-        .into_iter()
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|name| {
-            name.contains(".tmp.") || name.contains(".swap.") || name.contains(".edited.")
-        })
-        .collect();
+    let leftovers = project.leftovers();
     assert!(leftovers.is_empty(), "{what}: left behind: {leftovers:?}");
 }
 
@@ -169,11 +169,11 @@ fn a_hand_edit_made_during_a_curator_pass_is_never_lost() {
             );
             let (stderr, status) = edit_during_pass(&project, command, editor);
             assert_eq!(status, 0, "{what}: {stderr}");
+            assert_edits_kept(&project, &what);
             assert!(
                 stderr.contains("was edited during the pass: the pass started again on your text"),
                 "{what}: {stderr}"
             );
-            assert_edits_kept(&project, &what);
             // The next pass keeps them too, and changes nothing more.
             assert_eq!(code(&project.curator(&[])), 0);
             assert_edits_kept(&project, &what);
@@ -195,15 +195,7 @@ fn a_hand_edit_made_during_the_agents_rewrite_is_never_lost() {
 #[test]
 fn a_hand_edit_made_during_a_killed_pass_is_never_lost() {
     let project = project_with_big_log();
-    let (pause, paused) = pause_files(&project);
-    let mut child = project
-        .curator_command(&[])
-        .env("HARNESS_TEST_CURATOR_PAUSE", &pause)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_until_paused(&mut child, &paused);
+    let (mut child, _pause) = start_paused(&project, project.curator_command(&[]));
     Editor::InPlace.append(
         &project.state_dir().join("summary.md"),
         "- my edit, mid-pass\n",

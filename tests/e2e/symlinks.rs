@@ -42,6 +42,17 @@ fn project_with_state() -> Project {
     project
 }
 
+/// Copies the directory `from` to `to` (which must not exist), links as links.
+fn copy_tree(from: &Path, to: &Path) {
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
 /// Every file under `dir` and its bytes (links not followed), and every directory.
 fn tree(dir: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
     let mut entries: Vec<_> = walkdir::WalkDir::new(dir)
@@ -84,8 +95,15 @@ fn a_link_planted_in_the_state_directory_is_refused_and_never_followed() {
         ("curator.json", &[curate]),
         ("mission-id", &[curate]),
     ];
+    // Each case starts from the same state (a run that followed a link may have changed it).
+    let pristine = project.root().join("pristine");
+    copy_tree(&project.state_dir(), &pristine);
     let mut failures = Vec::new();
     for (name, commands) in cases {
+        let _ = std::fs::remove_dir_all(&outside);
+        let _ = std::fs::remove_dir_all(project.state_dir());
+        copy_tree(&pristine, &project.state_dir());
+        std::fs::create_dir_all(&outside).unwrap();
         // The file moves out of .harness/, and a link to it takes its place.
         let path = project.state_dir().join(name);
         let target = outside.join(name.replace('/', "_"));
@@ -98,17 +116,17 @@ fn a_link_planted_in_the_state_directory_is_refused_and_never_followed() {
             let what = format!("{name} linked out, ./run.sh {}", args.join(" "));
             let named = format!("{}: a symbolic link", path.display());
             let error_lines: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
-            if code(&out) != 1 {
+            if before != (project.snapshot(), tree(&outside)) {
+                failures.push(format!("{what}: something changed\n{stderr}"));
+            } else if code(&out) != 1 {
                 failures.push(format!("{what}: exit {} (not 1)\n{stderr}", code(&out)));
             } else if error_lines.len() != 1 || !error_lines[0].contains(&named) {
                 failures.push(format!("{what}: no one error line naming it\n{stderr}"));
-            } else if before != (project.snapshot(), tree(&outside)) {
-                failures.push(format!("{what}: something changed"));
             }
         }
-        std::fs::remove_file(&path).unwrap();
-        std::fs::rename(&target, &path).unwrap();
     }
+    let _ = std::fs::remove_dir_all(project.state_dir());
+    copy_tree(&pristine, &project.state_dir());
     assert!(
         failures.is_empty(),
         "{} failures:\n\n{}",

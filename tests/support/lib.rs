@@ -269,6 +269,23 @@ impl Project {
         std::fs::read_to_string(self.run_dirs(feature)[n - 1].join("prompt.md")).unwrap()
     }
 
+    /// What interrupted or failed writes may leave under `.harness/`: temp files
+    /// (`.<name>.tmp.…`, `.<name>.swap.…`) and versions kept beside a file (`<name>.edited.…`).
+    /// None may be there once a run or a pass is over.
+    pub fn leftovers(&self) -> Vec<PathBuf> {
+        walkdir::WalkDir::new(self.state_dir())
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| {
+                let name = e.file_name().to_string_lossy();
+                [".tmp.", ".swap.", ".edited."]
+                    .iter()
+                    .any(|mark| name.contains(mark))
+            })
+            .map(|e| e.path().to_path_buf())
+            .collect()
+    }
+
     /// A snapshot of every file under `.harness/` except lock files and report.html: path and
     /// bytes. The report is a view that every run writes anew, with the time it was generated.
     pub fn snapshot(&self) -> Vec<(PathBuf, Vec<u8>)> {

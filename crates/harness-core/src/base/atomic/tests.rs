@@ -97,8 +97,8 @@ fn a_replacement_of_an_unchanged_file_is_done_and_of_a_changed_one_left_alone() 
     assert_eq!(names(dir.path()), ["summary.md"]);
 }
 
-/// The file as it is before the swap, watched, and the new one beside it: what
-/// [`swap_in`] has just before it swaps.
+/// The file as it is before the swap, watched, and the new one beside it: what [`swap_in`] has
+/// just before it swaps.
 fn ready_to_swap(dir: &Dir, old: &[u8], new: &[u8]) -> (Watch, Watch) {
     let path = dir.path().join("summary.md");
     fs::write(&path, old).unwrap();
@@ -107,6 +107,13 @@ fn ready_to_swap(dir: &Dir, old: &[u8], new: &[u8]) -> (Watch, Watch) {
     let old = Watch::open(dir, OsStr::new("summary.md")).unwrap();
     assert!(old.leased && new.leased, "leases are granted here");
     (old, new)
+}
+
+/// What [`swap_in`] does next: the swap, and the look at what came out.
+fn swap_and_settle(dir: &Dir, old: &Watch, new: &Watch) -> Replaced {
+    let (temp, name) = (OsStr::new(".swap"), OsStr::new("summary.md"));
+    assert!(dir.exchange(temp, name).unwrap());
+    settle(dir, temp, name, b"read\n", old, new).unwrap()
 }
 
 #[test]
@@ -118,18 +125,7 @@ fn an_edit_saved_by_rename_just_before_the_swap_is_put_back() {
     let path = root.path().join("summary.md");
     fs::write(root.path().join("edit"), b"read\n- mine\n").unwrap();
     fs::rename(root.path().join("edit"), &path).unwrap();
-    assert!(dir
-        .exchange(OsStr::new(".swap"), OsStr::new("summary.md"))
-        .unwrap());
-    let outcome = settle(
-        &dir,
-        OsStr::new(".swap"),
-        OsStr::new("summary.md"),
-        b"read\n",
-        &old,
-        &new,
-    );
-    assert_eq!(outcome.unwrap(), Replaced::Changed);
+    assert_eq!(swap_and_settle(&dir, &old, &new), Replaced::Changed);
     assert_eq!(fs::read(&path).unwrap(), b"read\n- mine\n");
     assert_eq!(fs::read(root.path().join(".swap")).unwrap(), b"pass\n");
 }
@@ -152,18 +148,7 @@ fn an_edit_written_in_place_across_the_swap_lands_in_the_file() {
     while lease_held(&old.file) {
         std::thread::yield_now();
     }
-    assert!(dir
-        .exchange(OsStr::new(".swap"), OsStr::new("summary.md"))
-        .unwrap());
-    let outcome = settle(
-        &dir,
-        OsStr::new(".swap"),
-        OsStr::new("summary.md"),
-        b"read\n",
-        &old,
-        &new,
-    );
-    assert_eq!(outcome.unwrap(), Replaced::Changed);
+    assert_eq!(swap_and_settle(&dir, &old, &new), Replaced::Changed);
     drop(old);
     writer.join().unwrap();
     assert_eq!(fs::read(&path).unwrap(), b"read\n- mine\n");

@@ -433,34 +433,16 @@ fn write_pass(
         .map(|(role, text)| (Some(text.as_str()), request.home.identity(*role)));
     replacements.extend(identities);
     replacements.push((files.ledger.as_deref(), request.home.ledger()));
-    for (text, path) in replacements {
-        let Some(text) = text else { continue };
-        if let Some(changed) = replace(
-            request,
-            read,
-            &path,
-            text.as_bytes(),
-            &mut pass.report.warnings,
-        )? {
-            pass.report.files = written;
-            return Ok(Some(changed));
-        }
-        written.push(display_name(request, &path));
-    }
+    let warnings = &mut pass.report.warnings;
+    let mut stopped = replace_all(request, read, replacements, &mut written, warnings)?;
     drop(identity_lock);
-    if let Some(text) = &files.record {
-        let path = state.curator_record();
-        if let Some(changed) = replace(
-            request,
-            read,
-            &path,
-            text.as_bytes(),
-            &mut pass.report.warnings,
-        )? {
-            pass.report.files = written;
-            return Ok(Some(changed));
-        }
-        written.push("curator.json".into());
+    if stopped.is_none() {
+        let record = vec![(files.record.as_deref(), state.curator_record())];
+        stopped = replace_all(request, read, record, &mut written, warnings)?;
+    }
+    if stopped.is_some() {
+        pass.report.files = written;
+        return Ok(stopped);
     }
     if let Some(new_raw) = &files.raw {
         if truncate_raw(state, snapshot, new_raw)? {
@@ -488,6 +470,26 @@ fn display_name(request: &Request, path: &Path) -> String {
     } else {
         format!("archive/{name}")
     }
+}
+
+/// Replaces each of `files` that has a new text, in turn, while it holds what the pass read (see
+/// [`replace`]); stops at the first that changed, and returns its name. `written` gets the names
+/// of those written.
+fn replace_all(
+    request: &Request,
+    read: &Read,
+    files: Vec<(Option<&str>, PathBuf)>,
+    written: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<Option<String>> {
+    for (text, path) in files {
+        let Some(text) = text else { continue };
+        if let Some(changed) = replace(request, read, &path, text.as_bytes(), warnings)? {
+            return Ok(Some(changed));
+        }
+        written.push(display_name(request, &path));
+    }
+    Ok(None)
 }
 
 /// Replaces `path` with `bytes` if it still holds what the pass read; else leaves it as it is
