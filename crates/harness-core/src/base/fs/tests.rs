@@ -136,7 +136,12 @@ const ALLOWED: &[(&str, &str)] = &[
         "path.join(\".git\").exists()",
     ),
     ("cli/src/lib.rs", "if !workdir.is_dir() {"),
-    // The harness install and the agent's program on PATH.
+    // The harness install, the identity directory seeded from it, the agent's program on PATH.
+    (
+        "harness-core/src/spec/layout.rs",
+        "root.join(\"Cargo.toml\").is_file()",
+    ),
+    ("harness-core/src/state/identity.rs", ""),
     (
         "harness-core/src/spec/layout.rs",
         ".find(|dir| dir.join(\"roles\").join(\"worker.md\").is_file())",
