@@ -15,6 +15,7 @@ mod mission;
 mod planner;
 mod presets;
 mod ralph_loop;
+mod redaction;
 mod reliability;
 mod report;
 mod resume;

@@ -517,7 +517,7 @@ struct Pump {
 }
 
 impl Pump {
-    /// Copies the pipe, line by line with secrets redacted, to the log, the terminal and the
+    /// Copies the pipe, with secrets redacted, to the log, the terminal and the
     /// reader, until every writer closed; tells the supervisor what it must act on.
     fn run(&self, mut pipe: io::PipeReader, log: &mut File) {
         let mut buffer = vec![0u8; 64 << 10];
@@ -538,8 +538,8 @@ impl Pump {
             };
             self.last_output
                 .store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
-            // Whole lines are redacted; a line too long to hold is cut where no secret can be
-            // split (see `RedactingStream`), so memory stays bounded and no key leaks.
+            // Only the few bytes where a secret may be beginning wait for the next read (see
+            // `RedactingStream`), so memory stays bounded and no key leaks, whatever the cuts.
             stream.push(&buffer[..count], |clean| {
                 self.deliver(clean, &mut sink, &mut final_seen)
             });

@@ -52,8 +52,8 @@ pub struct RoleInvocation<'a> {
     pub budget: Remaining,
 }
 
-/// Creates the run directory and writes `prompt.md`; returns its path. A run directory is never
-/// reused: an existing one is an error.
+/// Creates the run directory and writes `prompt.md`, secrets redacted (see [`run`]); returns its
+/// path. A run directory is never reused: an existing one is an error.
 pub fn save_prompt(run_dir: &Path, prompt: &str) -> anyhow::Result<PathBuf> {
     if fs::exists(run_dir) {
         return Err(InputError::in_file(
@@ -64,6 +64,7 @@ pub fn save_prompt(run_dir: &Path, prompt: &str) -> anyhow::Result<PathBuf> {
     }
     fs::create_dir_all(run_dir).with_context(|| format!("cannot create {}", run_dir.display()))?;
     let path = run_dir.join("prompt.md");
+    let prompt = Redactor::from_process_env().redact(prompt);
     if let Err(error) = write_atomic(&path, prompt.as_bytes()) {
         // A full disk: leave no empty run directory behind, as if nothing had started.
         let _ = fs::remove_dir(run_dir);
@@ -87,9 +88,16 @@ pub fn run(invocation: &RoleInvocation) -> anyhow::Result<AgentRun> {
     env.extend(environment(invocation));
     // The agent's own secrets are as secret as ours.
     let redactor = Redactor::from_env(std::env::vars().chain(env.iter().cloned()));
+    // A secret a user or an agent put into a file the prompt quotes is not sent either, and
+    // prompt.md stays what was sent.
+    let prompt = redactor.redact(invocation.prompt);
+    if prompt != invocation.prompt {
+        write_atomic(&prompt_file, prompt.as_bytes())
+            .with_context(|| format!("cannot write {}", prompt_file.display()))?;
+    }
     agent::run(&Invocation {
         argv: &argv,
-        prompt: invocation.prompt,
+        prompt: &prompt,
         prompt_via: invocation.agent.prompt_via,
         prompt_file: &prompt_file,
         workdir: invocation.workdir,
