@@ -207,3 +207,33 @@ fn memory_entries_past_the_cap_are_reported_on_stderr_and_in_the_record() {
         assert_eq!(result["memory_entries"], 50, "{result:#}");
     }
 }
+
+/// Regression: the status line was written after each piece of output, even one that ended
+/// inside a line (a line longer than 64 KiB went out in pieces), so on a terminal (or with
+/// `2>&1`) it landed inside the agent's line.
+#[test]
+fn the_status_line_never_lands_inside_a_line_of_the_agents_output() {
+    let project = Project::new(ONE_FEATURE, "");
+    project.shell_agent(
+        "head -c 70000 /dev/zero | tr '\\0' a\nsleep 0.3\nprintf ' rest\\n'\necho '<promise>TASK_COMPLETE</promise>'",
+    );
+    let terminal = project.root().join("terminal.txt");
+    let file = std::fs::File::create(&terminal).unwrap();
+    let out = project
+        .command(&["F-001"])
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .status()
+        .unwrap();
+    let shown = std::fs::read_to_string(&terminal).unwrap();
+    let short = shown.replace(&"a".repeat(1000), "a…");
+    assert!(out.success(), "{short}");
+    assert!(
+        shown.contains(&format!("\n{} rest\n", "a".repeat(70_000))),
+        "the agent's line was cut:\n{short}"
+    );
+    assert!(
+        shown.contains("F-001 worker 1/10"),
+        "the status line is shown:\n{short}"
+    );
+}

@@ -307,21 +307,6 @@ fn ten_thousand_features_still_run_one() {
     assert_eq!(board["features"].as_array().unwrap().len(), 10_000);
 }
 
-/// A shell agent (reading its prompt from stdin) that prints `printf_format` with printf, then
-/// the promise.
-fn shell_agent(project: &Project, body: &str) {
-    let script = project.root().join("agent.sh");
-    std::fs::write(&script, format!("#!/bin/sh\ncat >/dev/null\n{body}\n")).unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    project.write_state(
-        "config.yaml",
-        &format!(
-            "agent:\n  command: [{:?}]\nvalidate: false\nstall_iterations: 0\n",
-            script.display().to_string()
-        ),
-    );
-}
-
 /// Every line of raw.md is an entry the harness wrote, read back exactly.
 fn assert_raw_lines_whole(project: &Project) {
     let raw = std::fs::read(project.state_dir().join("raw.md")).unwrap_or_default();
@@ -339,9 +324,7 @@ fn invalid_utf8_and_nul_in_the_agents_output_are_kept_in_the_log_and_kept_out_of
         b"hello \xff\xfe world\x00 nul\r\nTRICK: bad \xff bytes \x00 and \x1b[31mcolour\nLESSON: \xc3\n";
     let escaped: String = printed.iter().map(|b| format!("\\{b:03o}")).collect();
     // The first attempt prints the bytes and stops; the second completes.
-    shell_agent(
-        &project,
-        &format!(
+    project.shell_agent(&format!(
             "printf '{escaped}'\nif [ \"$HARNESS_ITERATION\" = 2 ]; then echo '<promise>TASK_COMPLETE</promise>'; fi"
         ),
     );
@@ -369,9 +352,7 @@ fn invalid_utf8_and_nul_in_the_agents_output_are_kept_in_the_log_and_kept_out_of
 #[test]
 fn a_100_mb_line_of_nul_bytes_keeps_the_worker_small_and_the_promise_found() {
     let project = fresh_project();
-    shell_agent(
-        &project,
-        "head -c 100000000 /dev/zero\nprintf '\\nTRICK: after the flood\\n<promise>TASK_COMPLETE</promise>\\n'",
+    project.shell_agent("head -c 100000000 /dev/zero\nprintf '\\nTRICK: after the flood\\n<promise>TASK_COMPLETE</promise>\\n'",
     );
     let out = project.run(&["F-001", "--quiet"]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
@@ -399,9 +380,7 @@ fn a_key_across_the_long_line_bound_is_still_redacted() {
     let key = "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz012345";
     // One line per padding, so that some line puts the key across the 64 KiB bound whatever
     // the pipe's reads; each line written at once.
-    shell_agent(
-        &project,
-        &format!(
+    project.shell_agent(&format!(
             "pad=$(head -c 65480 /dev/zero | tr '\\0' x)\nfor n in $(seq 0 4 100); do printf '%s%s %s tail\\n' \"$pad\" \"$(head -c $n /dev/zero | tr '\\0' y)\" '{key}'; done\necho '<promise>TASK_COMPLETE</promise>'"
         ),
     );

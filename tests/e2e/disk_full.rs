@@ -165,19 +165,8 @@ fn a_disk_too_full_for_the_prompt_refuses_before_anything_starts() {
 #[test]
 fn an_agents_flood_past_the_limit_cuts_its_log_and_the_run_goes_on() {
     let project = Project::new(ONE_FEATURE, DONE_AT_ONCE);
-    let script = project.root().join("agent.sh");
-    std::fs::write(
-        &script,
-        "#!/bin/sh\ncat >/dev/null\nhead -c 300000 /dev/zero | tr '\\0' x\nprintf '\\nTRICK: after\\n<promise>TASK_COMPLETE</promise>\\n'\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    project.write_state(
-        "config.yaml",
-        &format!(
-            "agent:\n  command: [{:?}]\nvalidate: false\n",
-            script.display().to_string()
-        ),
+    project.shell_agent(
+        "head -c 300000 /dev/zero | tr '\\0' x\nprintf '\\nTRICK: after\\n<promise>TASK_COMPLETE</promise>\\n'",
     );
     let out = with_file_limit(&project.command(&["F-001", "--quiet"]), 100)
         .output()

@@ -385,7 +385,12 @@ fn a_live_status_line_shows_progress_and_quiet_turns_it_off() {
         .filter(|l| l.contains("] F-001 worker 1/1 · "))
         .collect();
     assert!(!status.is_empty(), "{stderr}");
-    assert!(status.iter().any(|l| l.ends_with(" · Write")), "{stderr}");
+    assert!(
+        status
+            .iter()
+            .any(|l| l.ends_with(" · Write: /home/user/project/hello.txt")),
+        "{stderr}"
+    );
     assert!(
         status[0].starts_with("[20") && !stderr.contains('\x1b'),
         "{stderr}"

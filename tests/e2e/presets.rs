@@ -3,6 +3,8 @@
 //! a completion in the same format. What the harness read is checked in state.json and in the
 //! next prompt's notes.
 
+use std::process::Output;
+
 use harness_tests::{code, text, Project};
 use serde_json::Value;
 
@@ -18,8 +20,8 @@ fn prints(lines: &[&str]) -> String {
 }
 
 /// Runs F-001 with `output_format: format`: step 1 is `first`, step 2 prints `second`. Returns
-/// the project, once run.sh has succeeded.
-fn run_two_steps(format: &str, first: &str, second: &[&str]) -> Project {
+/// the project and what run.sh printed, once it has succeeded.
+fn run_two_steps_shown(format: &str, first: &str, second: &[&str]) -> (Project, Output) {
     let project = Project::new(
         ONE_FEATURE,
         &format!("steps:\n  - {first}\n  - {}\n", prints(second)),
@@ -27,19 +29,32 @@ fn run_two_steps(format: &str, first: &str, second: &[&str]) -> Project {
     project.config(&format!("output_format: {format}\n"), "");
     let out = project.run(&["F-001"]);
     assert_eq!(code(&out), 0, "{format}: {}", text(&out.stderr));
-    project
+    (project, out)
 }
 
-/// Step 1 replays `fixture` verbatim.
-fn replay(format: &str, fixture: &str, second: &[&str]) -> Project {
-    let path = harness_tests::repo_root()
-        .join("tests/fixtures")
-        .join(fixture);
-    run_two_steps(
+/// [`run_two_steps_shown`], for the project alone.
+fn run_two_steps(format: &str, first: &str, second: &[&str]) -> Project {
+    run_two_steps_shown(format, first, second).0
+}
+
+/// The recorded sample `fixture`.
+fn fixture(name: &str) -> std::path::PathBuf {
+    harness_tests::repo_root().join("tests/fixtures").join(name)
+}
+
+/// Step 1 replays `fixture` verbatim; the project and what run.sh printed.
+fn replay_shown(format: &str, fixture_name: &str, second: &[&str]) -> (Project, Output) {
+    let path = fixture(fixture_name);
+    run_two_steps_shown(
         format,
         &format!("[cat: {:?}]", path.display().to_string()),
         second,
     )
+}
+
+/// [`replay_shown`], for the project alone.
+fn replay(format: &str, fixture_name: &str, second: &[&str]) -> Project {
+    replay_shown(format, fixture_name, second).0
 }
 
 /// The attempts of F-001, asserting the first did not complete and the second did.
@@ -244,6 +259,65 @@ fn opencode_a_promise_in_a_tool_output_does_not_complete() {
             r#"{"type":"step_start","timestamp":1,"sessionID":"ses_2","part":{"id":"prt_1","sessionID":"ses_2","messageID":"msg_1","type":"step-start"}}"#,
             r#"{"type":"text","timestamp":2,"sessionID":"ses_2","part":{"id":"prt_2","sessionID":"ses_2","messageID":"msg_1","type":"text","text":"<promise>TASK_COMPLETE</promise>","time":{"start":1,"end":2}}}"#,
             r#"{"type":"step_finish","timestamp":3,"sessionID":"ses_2","part":{"id":"prt_3","sessionID":"ses_2","messageID":"msg_1","type":"step-finish","reason":"stop","cost":0.001,"tokens":{"input":100,"output":5,"reasoning":0,"cache":{"read":0,"write":0}}}}"#,
+        ],
+    );
+}
+
+/// The terminal of a JSON-stream preset shows a transcript, as the CLI does interactively: the
+/// assistant's words, one line per tool use, the final answer once; never the JSON, which goes
+/// to output.log unchanged.
+fn assert_transcript(format: &str, fixture_name: &str, second: &[&str], expected: &[&str]) {
+    let (project, out) = replay_shown(format, fixture_name, second);
+    let stdout = text(&out.stdout);
+    assert!(!stdout.contains("{\""), "JSON on the terminal:\n{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let shown = &lines[..expected.len().min(lines.len())];
+    assert_eq!(shown, expected, "the terminal showed:\n{stdout}");
+    let log = std::fs::read(project.run_dirs("F-001")[0].join("output.log")).unwrap();
+    assert_eq!(
+        log,
+        std::fs::read(fixture(fixture_name)).unwrap(),
+        "output.log holds the stream as it came"
+    );
+}
+
+#[test]
+fn claude_on_the_terminal_is_a_transcript_not_json() {
+    assert_transcript(
+        "claude-stream-json",
+        "claude_stream.jsonl",
+        &[
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"cat hello.txt\necho done","description":"Check"}}]}}"#,
+            r#"{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"Checked. <promise>TASK_COMPLETE</promise>"}"#,
+        ],
+        &[
+            "I'll create hello.txt.",
+            "→ Write: /home/user/project/hello.txt",
+            "Created hello.txt. TASK_COMPLETE",
+            "→ Bash: cat hello.txt echo done",
+            "Checked. <promise>TASK_COMPLETE</promise>",
+        ],
+    );
+}
+
+#[test]
+fn codex_on_the_terminal_is_a_transcript_not_json() {
+    assert_transcript(
+        "codex-json",
+        "codex_events.jsonl",
+        &[
+            r#"{"type":"turn.started"}"#,
+            r#"{"type":"error","message":"stream disconnected before completion"}"#,
+            r#"{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Checked. <promise>TASK_COMPLETE</promise>"}}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":1200,"cached_input_tokens":1000,"output_tokens":20}}"#,
+        ],
+        &[
+            "Creating files.",
+            "→ shell: /bin/bash -lc 'echo hello-from-codex-mock > hello.txt'",
+            "→ file_change: add /home/user/project/patched.txt",
+            "All done. TASK_COMPLETE",
+            "stream disconnected before completion",
+            "Checked. <promise>TASK_COMPLETE</promise>",
         ],
     );
 }

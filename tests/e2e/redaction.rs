@@ -296,3 +296,59 @@ fn a_secret_in_the_spec_is_neither_sent_nor_kept_in_prompt_md() {
         "the agent got the redacted prompt: {log}"
     );
 }
+
+/// The same in a JSON stream (Claude Code's): secrets inside JSON strings — escaped quotes and
+/// backslashes, split by an escaped `\n` — are redacted without breaking the JSON, so the
+/// transcript on the terminal still shows the assistant's (redacted) words and tool uses.
+#[test]
+fn secrets_inside_a_json_stream_are_redacted_and_the_json_still_reads() {
+    let json_password = serde_json::to_string(SECRET_ENV[7].1).unwrap();
+    let lines = [
+        format!(
+            r#"{{"type":"assistant","message":{{"content":[{{"type":"text","text":"The key is {}\nand the password {} works."}}]}}}}"#,
+            "sk-ant-api03-AbCdEfGhIjKl\\nMnOpQrStUvWxYz012345",
+            &json_password[1..json_password.len() - 1]
+        ),
+        format!(
+            r#"{{"type":"assistant","message":{{"content":[{{"type":"tool_use","id":"t1","name":"Bash","input":{{"command":"curl -H 'Authorization: Bearer {}' https://api.example.com"}}}}]}}}}"#,
+            SHAPES[10].1
+        ),
+        format!(
+            r#"{{"type":"user","message":{{"content":[{{"type":"tool_result","tool_use_id":"t1","content":"{{\"SecretAccessKey\": \"{}\"}}"}}]}}}}"#,
+            SHAPES[12].1
+        ),
+        format!(
+            r#"{{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"Done with {}. <promise>TASK_COMPLETE</promise>"}}"#,
+            SECRET_ENV[0].1
+        ),
+    ];
+    let project = Project::new(ONE_FEATURE, "steps:\n  - [cat: agent-output.txt]\n");
+    project.config("output_format: claude-stream-json\n", "");
+    std::fs::write(
+        project.root().join("agent-output.txt"),
+        lines.join("\n") + "\n",
+    )
+    .unwrap();
+    let mut command = project.command(&["F-001"]);
+    command.envs(SECRET_ENV);
+    let run = command.output().unwrap();
+    assert_eq!(code(&run), 0, "{}", text(&run.stderr));
+
+    let stdout = text(&run.stdout);
+    assert_eq!(
+        stdout,
+        "The key is [REDACTED]\n[REDACTED]\nand the password [REDACTED] works.\n\
+         → Bash: curl -H 'Authorization: Bearer [REDACTED]' https://api.example.com\n\
+         Done with [REDACTED]. <promise>TASK_COMPLETE</promise>\n"
+    );
+    let log = std::fs::read_to_string(project.run_dirs("F-001")[0].join("output.log")).unwrap();
+    for line in log.lines() {
+        serde_json::from_str::<serde_json::Value>(line)
+            .unwrap_or_else(|e| panic!("a redacted line is no longer JSON ({e}): {line}"));
+    }
+    for (path, content) in files_under(&project.state_dir()) {
+        assert_no_secret(&path, &content);
+    }
+    assert_no_secret("stdout", &stdout);
+    assert_no_secret("stderr", &text(&run.stderr));
+}

@@ -140,6 +140,22 @@ impl Project {
         self.write_state("config.yaml", &config);
     }
 
+    /// Makes the agent a shell script: `body` after a line that reads the prompt; the validator
+    /// and the stall guardrail off.
+    pub fn shell_agent(&self, body: &str) {
+        let script = self.root().join("agent.sh");
+        std::fs::write(&script, format!("#!/bin/sh\ncat >/dev/null\n{body}\n")).unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        self.write_state(
+            "config.yaml",
+            &format!(
+                "agent:\n  command: [{:?}]\nvalidate: false\nstall_iterations: 0\n",
+                script.display().to_string()
+            ),
+        );
+    }
+
     /// Writes a file under `.harness/`.
     pub fn write_state(&self, name: &str, text: &str) {
         let path = self.state_dir().join(name);

@@ -19,10 +19,12 @@ use crate::base::signals;
 use crate::spec::config::{OutputFormat, PromptVia};
 use crate::state::memory::{self, Tag, MAX_ENTRIES_PER_INVOCATION};
 use progress::{Progress, Snapshot};
+use transcript::Transcript;
 
 pub mod format;
 pub mod progress;
 pub mod redact;
+pub mod transcript;
 
 pub use format::{Event, Parser, Usage};
 pub use redact::{RedactingStream, Redactor};
@@ -165,6 +167,8 @@ pub struct OutputReader {
     tail: Vec<u8>,
     events: Vec<Event>,
     summary: OutputSummary,
+    /// The terminal's transcript and what it rendered since it was last taken, when asked.
+    transcript: Option<(Transcript, String)>,
 }
 
 impl std::fmt::Debug for OutputReader {
@@ -188,7 +192,21 @@ impl OutputReader {
                 marker_counts: vec![0; markers.len()],
                 ..OutputSummary::default()
             },
+            transcript: None,
         }
+    }
+
+    /// The same reader, also rendering a transcript for the terminal (see [`transcript`]).
+    pub fn with_transcript(mut self) -> Self {
+        self.transcript = Some((Transcript::default(), String::new()));
+        self
+    }
+
+    /// What the transcript rendered since the last call; `None` without a transcript.
+    pub fn take_rendered(&mut self) -> Option<String> {
+        self.transcript
+            .as_mut()
+            .map(|(_, rendered)| std::mem::take(rendered))
     }
 
     /// The events the last chunk completed (for the supervisor).
@@ -249,6 +267,9 @@ impl OutputReader {
         let line = line.strip_suffix('\r').unwrap_or(&line);
         let first = self.events.len();
         self.parser.line(line, &mut self.events);
+        if let Some((transcript, rendered)) = &mut self.transcript {
+            transcript.line(line, &self.events[first..], rendered);
+        }
         let text_is_answer = self.parser.text_is_answer();
         for index in first..self.events.len() {
             match &self.events[index] {
@@ -267,7 +288,7 @@ impl OutputReader {
                         }
                     }
                 }
-                Event::Other(text) => {
+                Event::Other(text) | Event::Error(text) => {
                     if !text_is_answer {
                         push_tail(&mut self.tail, text.as_bytes());
                         push_tail(&mut self.tail, b"\n");
@@ -422,10 +443,11 @@ pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
         });
     }
 
-    let reader = Arc::new(Mutex::new(OutputReader::new(
-        invocation.output_format,
-        invocation.markers,
-    )));
+    let mut reader = OutputReader::new(invocation.output_format, invocation.markers);
+    if invocation.echo && transcript::is_rendered(invocation.output_format) {
+        reader = reader.with_transcript();
+    }
+    let reader = Arc::new(Mutex::new(reader));
     let progress = invocation
         .progress
         .clone()
@@ -555,8 +577,11 @@ impl Pump {
         }
     }
 
+    /// One redacted chunk: to the log, to the reader, then to the terminal (the transcript
+    /// for JSON streams, else the chunk), and the status line. The reader's lock is let go
+    /// before the status line's is taken: the supervisor takes them the other way round.
     fn deliver(&self, chunk: &[u8], sink: &mut Sink, final_seen: &mut bool) {
-        if let Some(error) = sink.write(chunk) {
+        if let Some(error) = sink.log(chunk) {
             if let Ok(mut slot) = self.log_error.lock() {
                 *slot = Some(error);
             }
@@ -565,11 +590,21 @@ impl Pump {
             return;
         };
         reader.feed(chunk);
+        let rendered = reader.take_rendered();
+        let snapshot = reader.progress(self.started.elapsed());
+        self.signal(&reader, final_seen);
+        drop(reader);
+        sink.echo(rendered.as_ref().map_or(chunk, String::as_bytes));
         if let Some(progress) = &self.progress {
             if let Ok(mut progress) = progress.lock() {
-                progress.update(&reader.progress(self.started.elapsed()), false);
+                progress.update(&snapshot, false);
             }
         }
+    }
+
+    /// Tells the supervisor what the last chunk means to it: a final answer, a full context, a
+    /// budget used up.
+    fn signal(&self, reader: &OutputReader, final_seen: &mut bool) {
         for event in reader.events() {
             let signal = match event {
                 Event::Final(_) if !*final_seen => {
@@ -619,31 +654,35 @@ struct Sink<'a> {
 }
 
 impl Sink<'_> {
-    /// Writes a chunk; returns the log's error the first time it fails.
-    fn write(&mut self, chunk: &[u8]) -> Option<String> {
-        let mut failure = None;
-        if self.log_ok {
-            if let Err(error) = self.log.write_all(chunk) {
-                // Keep draining the pipe (or the agent would block), but say the log is cut.
-                self.log_ok = false;
-                failure = Some(format!("output.log is incomplete: {error}"));
-            }
+    /// Writes a chunk to the log; returns the log's error the first time it fails.
+    fn log(&mut self, chunk: &[u8]) -> Option<String> {
+        if !self.log_ok {
+            return None;
         }
-        if self.echo {
-            // The status line steps aside for the agent's own words, then comes back under them.
-            let progress = self.progress.as_ref().and_then(|p| p.lock().ok());
-            let mut progress = progress;
-            if let Some(progress) = progress.as_mut() {
-                progress.clear();
-            }
-            let stdout = io::stdout();
-            let mut out = stdout.lock();
-            self.echo = out.write_all(chunk).and_then(|()| out.flush()).is_ok();
-            if let Some(progress) = progress.as_mut() {
-                progress.restore();
-            }
+        let error = self.log.write_all(chunk).err()?;
+        // Keep draining the pipe (or the agent would block), but say the log is cut.
+        self.log_ok = false;
+        Some(format!("output.log is incomplete: {error}"))
+    }
+
+    /// Writes to the terminal, when asked. The status line steps aside for the agent's words,
+    /// then comes back under them; while they stop mid-line it stays away, so it is never
+    /// drawn inside one of their lines.
+    fn echo(&mut self, bytes: &[u8]) {
+        if !self.echo || bytes.is_empty() {
+            return;
         }
-        failure
+        let mut progress = self.progress.as_ref().and_then(|p| p.lock().ok());
+        if let Some(progress) = progress.as_mut() {
+            progress.clear();
+        }
+        let stdout = io::stdout();
+        let mut out = stdout.lock();
+        self.echo = out.write_all(bytes).and_then(|()| out.flush()).is_ok();
+        if let Some(progress) = progress.as_mut() {
+            progress.hold(!bytes.ends_with(b"\n"));
+            progress.restore();
+        }
     }
 
     fn finish(&mut self) -> Option<String> {

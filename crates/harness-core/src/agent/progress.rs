@@ -86,6 +86,8 @@ pub struct Progress {
     last_drawn: Option<Instant>,
     last_text: String,
     shown: bool,
+    /// Set while the agent's output stops mid-line: nothing is drawn then.
+    held: bool,
 }
 
 impl Progress {
@@ -105,6 +107,7 @@ impl Progress {
             last_drawn: None,
             last_text: String::new(),
             shown: false,
+            held: false,
         }
     }
 
@@ -124,7 +127,9 @@ impl Progress {
         let due = self
             .last_drawn
             .is_none_or(|drawn| drawn.elapsed() >= self.tick());
-        if self.terminal {
+        if self.held {
+            // Drawn with the next line of output instead (see `restore`): not inside this one.
+        } else if self.terminal {
             if force || due {
                 let _ = write!(self.out, "\r\x1b[2K{text}");
                 let _ = self.out.flush();
@@ -152,9 +157,16 @@ impl Progress {
         }
     }
 
-    /// Puts the last line back after other output.
+    /// Says whether the output written last stopped mid-line: while it did, the status line is
+    /// not drawn, not even in plain lines, since stdout and stderr may be the same terminal or
+    /// file.
+    pub fn hold(&mut self, mid_line: bool) {
+        self.held = mid_line;
+    }
+
+    /// Puts the last line back after other output (not while held).
     pub fn restore(&mut self) {
-        if self.terminal && !self.last_text.is_empty() && !self.shown {
+        if self.terminal && !self.held && !self.last_text.is_empty() && !self.shown {
             let _ = write!(self.out, "\r\x1b[2K{}", self.last_text);
             let _ = self.out.flush();
             self.shown = true;
@@ -235,6 +247,21 @@ mod tests {
             "\r\x1b[2KF-001 worker 3/10 · 0s\r\x1b[2K\r\x1b[2KF-001 worker 3/10 · 0s"
         );
         assert!(!text.contains('\n'));
+    }
+
+    #[test]
+    fn nothing_is_drawn_while_the_output_stops_mid_line() {
+        for terminal in [true, false] {
+            let out = Shared::default();
+            let mut progress = Progress::new(label(), terminal, Box::new(out.clone()));
+            progress.hold(true);
+            progress.update(&Snapshot::default(), true);
+            progress.restore();
+            assert!(out.0.lock().unwrap().is_empty(), "terminal: {terminal}");
+            progress.hold(false);
+            progress.update(&Snapshot::default(), true);
+            assert!(!out.0.lock().unwrap().is_empty(), "terminal: {terminal}");
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{count, json, lines_of, says_rate_limited, Event, Parser, Usage};
+use super::{action_line, count, json, lines_of, says_rate_limited, Event, Parser, Usage};
 
 /// Claude Code's stream-json.
 #[derive(Debug, Default)]
@@ -32,10 +32,7 @@ impl Parser for Claude {
                             let text = item.get("text").and_then(Value::as_str).unwrap_or("");
                             lines_of(text, Event::Text, events);
                         }
-                        Some("tool_use") => {
-                            let name = item.get("name").and_then(Value::as_str).unwrap_or("tool");
-                            events.push(Event::Action(name.to_string()));
-                        }
+                        Some("tool_use") => events.push(Event::Action(tool_use(item))),
                         _ => {}
                     }
                 }
@@ -75,4 +72,28 @@ impl Parser for Claude {
             _ => {}
         }
     }
+}
+
+/// The input fields that say what a tool works on, for Claude Code's built-in tools (`Bash`,
+/// `Read`, `Write`, `Edit`, `NotebookEdit`, `Glob`, `Grep`, `WebFetch`, `WebSearch`, `Task`).
+const TOOL_SUBJECTS: [&str; 8] = [
+    "command",
+    "file_path",
+    "notebook_path",
+    "path",
+    "pattern",
+    "url",
+    "query",
+    "description",
+];
+
+/// A tool use as one line: its name and what it works on (`Write: /path`, `Bash: ls`).
+fn tool_use(item: &Value) -> String {
+    let name = item.get("name").and_then(Value::as_str).unwrap_or("tool");
+    let input = item.get("input").unwrap_or(&Value::Null);
+    let subject = TOOL_SUBJECTS
+        .iter()
+        .find_map(|key| input.get(key).and_then(Value::as_str))
+        .unwrap_or("");
+    action_line(name, subject)
 }

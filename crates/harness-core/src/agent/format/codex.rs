@@ -12,7 +12,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::{count, json, lines_of, says_rate_limited, string, Event, Parser, Usage};
+use super::{action_line, count, json, lines_of, says_rate_limited, string, Event, Parser, Usage};
 
 /// Codex's `exec --json` events.
 #[derive(Debug, Default)]
@@ -85,21 +85,8 @@ impl Codex {
                     string(item, "command")
                 )));
             }
-            "file_change" => {
-                for change in item
-                    .get("changes")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    events.push(Event::Other(format!(
-                        "{} {}",
-                        string(change, "kind"),
-                        string(change, "path")
-                    )));
-                }
-            }
-            "error" => events.push(Event::Other(string(item, "message").to_string())),
+            "file_change" => events.extend(changes(item).into_iter().map(Event::Other)),
+            "error" => events.push(Event::Error(string(item, "message").to_string())),
             _ => {}
         }
     }
@@ -108,8 +95,8 @@ impl Codex {
 /// The action an item stands for, for progress lines (`None` for words and reasoning).
 fn action(item: &Value) -> Option<String> {
     match string(item, "type") {
-        "command_execution" => Some(format!("shell: {}", string(item, "command"))),
-        "file_change" => Some("file_change".to_string()),
+        "command_execution" => Some(action_line("shell", string(item, "command"))),
+        "file_change" => Some(action_line("file_change", &changes(item).join(", "))),
         "mcp_tool_call" => Some(format!(
             "{}.{}",
             string(item, "server"),
@@ -121,13 +108,23 @@ fn action(item: &Value) -> Option<String> {
     }
 }
 
+/// The changes of a `file_change` item: `add /path`, one each.
+fn changes(item: &Value) -> Vec<String> {
+    item.get("changes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|change| format!("{} {}", string(change, "kind"), string(change, "path")))
+        .collect()
+}
+
 /// A fatal error or failed turn: kept for the notes, and a rate limit when it says so.
 fn failure(message: &str, events: &mut Vec<Event>) {
     if says_rate_limited(message) {
         events.push(Event::RateLimited(message.to_string()));
     }
     if !message.is_empty() {
-        events.push(Event::Other(message.to_string()));
+        events.push(Event::Error(message.to_string()));
     }
 }
 
@@ -213,7 +210,7 @@ mod tests {
             actions,
             [
                 &Event::Action("shell: /bin/bash -lc 'echo hi > hello.txt'".into()),
-                &Event::Action("file_change".into())
+                &Event::Action("file_change: add /p/patched.txt".into())
             ]
         );
         // An item that only completes (file changes may) is announced when it completes.
@@ -272,7 +269,7 @@ mod tests {
         ]);
         assert!(matches!(events[0], Event::RateLimited(_)), "{events:?}");
         let events = parse(&[r#"{"type":"error","message":"stream disconnected"}"#]);
-        assert_eq!(events, [Event::Other("stream disconnected".into())]);
+        assert_eq!(events, [Event::Error("stream disconnected".into())]);
     }
 
     #[test]

@@ -136,7 +136,7 @@ fn failure(message: &str, events: &mut Vec<Event>) {
         events.push(Event::RateLimited(message.to_string()));
     }
     if !message.is_empty() {
-        lines_of(message, Event::Other, events);
+        lines_of(message, Event::Error, events);
     }
 }
 
@@ -231,7 +231,7 @@ mod tests {
         ]);
         assert_eq!(
             events,
-            [Event::Other("Loop detected, stopping execution".into())]
+            [Event::Error("Loop detected, stopping execution".into())]
         );
     }
 

@@ -21,6 +21,9 @@ pub enum Event {
     Text(String),
     /// Output that is not the assistant's words (stderr, tool output): kept in the tail only.
     Other(String),
+    /// An error the agent's CLI reports in its stream (a failed turn, an API error): kept in the
+    /// tail like [`Event::Other`], and shown on the terminal.
+    Error(String),
     /// The final answer: markers (the promise, verdicts) are counted in it alone.
     Final(String),
     /// Usage of the whole invocation so far; a field left `None` keeps its earlier value.
@@ -152,6 +155,24 @@ pub(crate) fn string<'a>(value: &'a serde_json::Value, key: &str) -> &'a str {
         .get(key)
         .and_then(serde_json::Value::as_str)
         .unwrap_or("")
+}
+
+/// The longest action kept: enough for a command or a path, one line on a terminal.
+const MAX_ACTION_CHARS: usize = 160;
+
+/// An action as one line: what it does, its whitespace (line breaks too) collapsed, cut with an
+/// ellipsis past [`MAX_ACTION_CHARS`].
+pub(crate) fn action_line(name: &str, subject: &str) -> String {
+    let subject = subject.split_whitespace().collect::<Vec<_>>().join(" ");
+    let line = if subject.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}: {subject}")
+    };
+    match line.char_indices().nth(MAX_ACTION_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
+    }
 }
 
 /// The lines of `text` as events of kind `kind`.

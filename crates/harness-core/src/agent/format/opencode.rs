@@ -63,7 +63,7 @@ impl Parser for Opencode {
                 if says_rate_limited(message) || count(data, "statusCode") == Some(429) {
                     events.push(Event::RateLimited(message.to_string()));
                 }
-                lines_of(message, Event::Other, events);
+                lines_of(message, Event::Error, events);
             }
             _ => {}
         }
@@ -178,7 +178,7 @@ mod tests {
             events,
             [
                 Event::RateLimited("Overloaded".into()),
-                Event::Other("Overloaded".into())
+                Event::Error("Overloaded".into())
             ]
         );
         let events = parse(&[
