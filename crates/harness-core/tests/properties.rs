@@ -490,8 +490,9 @@ proptest! {
     // ---- redaction ----
 
     /// A key of a known shape, or a secret from the environment, embedded anywhere in the output
-    /// (short lines, or a line far longer than what is held back for redaction), never survives
-    /// the stream, however the pipe cut the output.
+    /// (short lines, or a line far longer than a pipe's read), and the secret split over two
+    /// lines by one line break anywhere inside it, never survives the stream, however the pipe
+    /// cut the output.
     #[test]
     fn no_secret_survives_the_stream(
         (prefix, body) in key_shape(),
@@ -503,6 +504,7 @@ proptest! {
         after in tricky_text(),
         near_the_key in prop::collection::vec(-80i64..80, 1..4),
         cuts in prop::collection::vec(any::<usize>(), 0..12),
+        split in prop::option::of((1usize..40, prop::sample::select(vec!["\n", "\r\n", "\\n"]))),
     ) {
         let key = format!("{prefix}{body}");
         let redactor = Redactor::from_env([("MY_API_TOKEN", secret.as_str())]);
@@ -513,7 +515,14 @@ proptest! {
         let key_at = output.len() as i64;
         output.extend_from_slice(key.as_bytes());
         output.extend_from_slice(b" and ");
-        output.extend_from_slice(secret.as_bytes());
+        // Split at a place inside it, or whole.
+        let at = split.map_or(secret.len(), |(at, _)| at.min(secret.len() - 1));
+        let (head, rest) = secret.split_at(at);
+        output.extend_from_slice(head.as_bytes());
+        if let Some((_, line_break)) = split {
+            output.extend_from_slice(line_break.as_bytes());
+        }
+        output.extend_from_slice(rest.as_bytes());
         output.extend_from_slice(after.as_bytes());
         output.extend_from_slice(line.repeat(filler / 3 / line.len()).as_bytes());
 
@@ -534,6 +543,11 @@ proptest! {
         // Not a piece of it either: its last 12 characters, as a cut in the middle would leave.
         prop_assert!(!contains(&delivered, &body.as_bytes()[body.len() - 12..]), "the key's end survived");
         prop_assert!(!contains(&delivered, secret.as_bytes()), "the secret survived");
+        let longer = if head.len() >= rest.len() { head } else { rest };
+        prop_assert!(
+            longer.len() < 6 || !contains(&delivered, longer.as_bytes()),
+            "a piece of the split secret survived"
+        );
         prop_assert!(contains(&delivered, b"[REDACTED]"));
     }
 }

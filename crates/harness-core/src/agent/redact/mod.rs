@@ -62,8 +62,8 @@ pub fn is_secret_name(name: &str) -> bool {
 pub struct Redactor {
     /// Secret values from the environment, each also as written in JSON, longest first.
     values: Vec<Vec<u8>>,
-    /// The bytes a secret value may start with.
-    value_starts: [bool; 256],
+    /// What each byte may start (flags of `stream.rs`: a value, a shape anywhere or at a word).
+    starts: [u8; 256],
     /// Where a shape, a label or a URL password may start.
     shape_starts: shapes::ShapeStarts,
 }
@@ -108,14 +108,23 @@ impl Redactor {
             .collect();
         values.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
         values.dedup();
-        let mut value_starts = [false; 256];
+        let shape_starts = shapes::ShapeStarts::new();
+        let mut starts = [0u8; 256];
+        for (byte, flags) in starts.iter_mut().enumerate() {
+            if shape_starts.anywhere[byte] {
+                *flags |= stream::ANYWHERE;
+            }
+            if shape_starts.word[byte] {
+                *flags |= stream::AT_WORD;
+            }
+        }
         for value in &values {
-            value_starts[usize::from(value[0])] = true;
+            starts[usize::from(value[0])] |= stream::VALUE;
         }
         Self {
             values,
-            value_starts,
-            shape_starts: shapes::ShapeStarts::new(),
+            starts,
+            shape_starts,
         }
     }
 

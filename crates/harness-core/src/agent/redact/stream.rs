@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use super::shapes::{body_run, line_break, shape_at, value_at, Body, Break, Found};
+use super::shapes::{self, body_run, line_break, shape_at, value_at, Body, Break, Found};
 use super::{Redactor, REDACTED};
 
 /// Bytes already delivered that stay in front of the next ones, so that a word start or a
@@ -130,6 +130,9 @@ fn plan(
     }
     let mut hold = buffer.len();
     for at in from..buffer.len() {
+        if !redactor.may_start(buffer, at) {
+            continue;
+        }
         redactor.each_found(buffer, at, more, |found| match found {
             Found::Nothing => {}
             Found::Undecided(start) => hold = hold.min(start),
@@ -144,6 +147,10 @@ fn plan(
             }
         });
     }
+    if more && buffer.last() == Some(&b'\\') {
+        // It may escape what comes next, which may be the start of a secret value.
+        hold = hold.min(buffer.len() - 1);
+    }
     let mut plan = cut_at(merge(secrets), from, hold.max(from), open);
     if plan.cut == from {
         // Nothing goes out: the stream stays where it was.
@@ -152,13 +159,14 @@ fn plan(
     plan
 }
 
-/// Sorts and joins overlapping secrets; a joined one is marked as its first one is.
+/// Sorts and joins overlapping secrets; a joined one is marked as its first one is. Secrets
+/// that only touch stay apart, each with its mark.
 fn merge(mut secrets: Vec<Secret>) -> Vec<Secret> {
     secrets.sort_by_key(|secret| (secret.range.start, secret.marked));
     let mut merged: Vec<Secret> = Vec::with_capacity(secrets.len());
     for secret in secrets {
         match merged.last_mut() {
-            Some(last) if secret.range.start <= last.range.end => {
+            Some(last) if secret.range.start < last.range.end => {
                 last.range.end = last.range.end.max(secret.range.end);
             }
             _ => merged.push(secret),
@@ -236,7 +244,24 @@ fn render(buffer: &[u8], from: usize, secrets: &[Secret]) -> Vec<u8> {
     out
 }
 
+/// Flags of [`Redactor::starts`]: a byte may start a secret value, a shape anywhere, or a shape
+/// at the start of a word.
+pub(super) const VALUE: u8 = 1;
+pub(super) const ANYWHERE: u8 = 2;
+pub(super) const AT_WORD: u8 = 4;
+
 impl Redactor {
+    /// Whether anything may start at `at` (a fast filter, called for every byte): most bytes
+    /// start nothing, or start a shape only at the start of a word, which they are not at.
+    fn may_start(&self, buffer: &[u8], at: usize) -> bool {
+        let flags = self.starts[usize::from(buffer[at])];
+        flags & (VALUE | ANYWHERE) != 0
+            || (flags & AT_WORD != 0
+                && (at == 0
+                    || !shapes::is_key_byte(buffer[at - 1])
+                    || shapes::word_start(buffer, at)))
+    }
+
     /// Hands `found` every secret that starts at `at` in `buffer`, and every place where one
     /// may still be beginning.
     fn each_found(&self, buffer: &[u8], at: usize, more: bool, mut found: impl FnMut(Found)) {
@@ -244,7 +269,7 @@ impl Redactor {
             found(shape_at(buffer, at, more));
         }
         let byte = buffer[at];
-        if self.value_starts[usize::from(byte)] {
+        if self.starts[usize::from(byte)] & VALUE != 0 {
             for value in self.values.iter().filter(|value| value[0] == byte) {
                 found(value_at(buffer, at, value, more));
             }

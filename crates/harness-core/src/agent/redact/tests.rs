@@ -195,6 +195,16 @@ fn a_value_after_a_json_escape_keeps_the_json_valid() {
         "{out}"
     );
     assert!(!out.contains("welve-chars"), "{out}");
+    // Also when the backslash ends one read and the value starts the next.
+    let cut = line.find("\\twelve").unwrap() + 1;
+    let out = text(streamed(
+        &r,
+        &[&line.as_bytes()[..cut], &line.as_bytes()[cut..]],
+    ));
+    assert!(
+        serde_json::from_str::<serde_json::Value>(&out).is_ok(),
+        "{out}"
+    );
 }
 
 #[test]
