@@ -539,8 +539,8 @@ struct Pump {
 }
 
 impl Pump {
-    /// Copies the pipe, with secrets redacted, to the log, the terminal and the
-    /// reader, until every writer closed; tells the supervisor what it must act on.
+    /// Copies the pipe, with secrets redacted, to the log, the terminal and the reader, until
+    /// every writer closed; tells the supervisor what it must act on.
     fn run(&self, mut pipe: io::PipeReader, log: &mut File) {
         let mut buffer = vec![0u8; 64 << 10];
         let mut stream = RedactingStream::new(&self.redactor);

@@ -56,9 +56,17 @@ pub fn line(label: &Label, snapshot: &Snapshot) -> String {
         parts.push(format!("${cost:.2}"));
     }
     if let Some(action) = &snapshot.last_action {
-        parts.push(action.chars().take(40).collect());
+        parts.push(shown_action(action));
     }
     parts.join(" · ")
+}
+
+/// The most of the last action the line shows.
+const ACTION_CHARS: usize = 40;
+
+/// The action as the line shows it: its start.
+fn shown_action(action: &str) -> String {
+    action.chars().take(ACTION_CHARS).collect()
 }
 
 fn duration(elapsed: Duration) -> String {
@@ -124,12 +132,15 @@ impl Progress {
     /// action changed or a tick passed (`force` draws anyway).
     pub fn update(&mut self, snapshot: &Snapshot, force: bool) {
         let text = line(&self.label, snapshot);
+        if self.held {
+            // Drawn after the line of output ends instead: never inside it.
+            self.last_text = text;
+            return;
+        }
         let due = self
             .last_drawn
             .is_none_or(|drawn| drawn.elapsed() >= self.tick());
-        if self.held {
-            // Drawn with the next line of output instead (see `restore`): not inside this one.
-        } else if self.terminal {
+        if self.terminal {
             if force || due {
                 let _ = write!(self.out, "\r\x1b[2K{text}");
                 let _ = self.out.flush();
@@ -137,9 +148,12 @@ impl Progress {
                 self.last_drawn = Some(Instant::now());
             }
         } else {
-            let action_changed = snapshot.last_action.is_some()
-                && !self.last_text.is_empty()
-                && self.last_text.rsplit(" · ").next() != snapshot.last_action.as_deref();
+            let action_changed = snapshot.last_action.as_deref().is_some_and(|action| {
+                !self.last_text.is_empty()
+                    && !self
+                        .last_text
+                        .ends_with(&format!(" · {}", shown_action(action)))
+            });
             if force || due || action_changed {
                 let _ = writeln!(self.out, "[{}] {text}", time::format(time::now()));
                 self.last_drawn = Some(Instant::now());
@@ -273,12 +287,17 @@ mod tests {
         progress.update(&snapshot, false);
         snapshot.last_action = Some("Bash".into());
         progress.update(&snapshot, false);
+        // An action longer than the line shows is the same action the next time.
+        snapshot.last_action = Some(format!("Bash: {}", "x".repeat(100)));
+        progress.update(&snapshot, false);
+        progress.update(&snapshot, false);
         progress.clear();
         let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines.len(), 3, "{text}");
         assert!(lines[0].starts_with('[') && lines[0].ends_with("] F-001 worker 3/10 · 0s"));
         assert!(lines[1].ends_with(" · Bash"));
+        assert!(lines[2].contains(" · Bash: xxx"));
         assert!(!text.contains('\x1b'));
     }
 }

@@ -2,6 +2,7 @@
 //! get, with the estimated tokens of each layer, built from the state as it is — without running
 //! anything, writing anything or taking a lock (so it works while a run goes on).
 
+use crate::agent::Redactor;
 use crate::base::time;
 use crate::roles::prompt::{estimate_tokens, Prompt, WorkerPrompt};
 use crate::roles::session::{self, FeatureRequest};
@@ -74,7 +75,10 @@ pub fn explain(request: &FeatureRequest, role: Role) -> anyhow::Result<Explanati
             .into())
         }
     };
-    let text = prompt.render();
+    // As it would be sent: secrets redacted (see `invoke::save_prompt`).
+    let text = Redactor::from_process_env()
+        .redact(&prompt.render())
+        .into_owned();
     Ok(Explanation {
         total_tokens: estimate_tokens(&text),
         layers: prompt.layer_sizes(),
