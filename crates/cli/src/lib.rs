@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use harness_core::base::exit_codes;
-use harness_core::roles::session::FeatureRequest;
+use harness_core::roles::attempt::{FeatureRequest, Place as RolePlace};
 use harness_core::spec::features::FeatureId;
 use harness_core::spec::layout::{HarnessHome, RunId, StateDir, UserDirs};
 use harness_core::InputError;
@@ -129,18 +129,25 @@ impl FeatureArgs {
             .into());
         };
         let feature = FeatureId::parse(feature)?;
-        let (workdir, state) = self.place.resolve()?;
         Ok(FeatureRequest {
-            workdir,
-            state,
-            home: self.install.resolve()?,
+            place: role_place(&self.place, &self.install, self.quiet)?,
             feature,
             run_id: self.run_id.as_deref().map(RunId::parse).transpose()?,
             caller_holds_feature_lock: caller_holds_feature_lock(),
-            echo: !self.quiet,
-            path_var: std::env::var_os("PATH"),
         })
     }
+}
+
+/// Where a role runs, from its flags: the project and its state, the install, the terminal.
+pub fn role_place(place: &Place, install: &Install, quiet: bool) -> anyhow::Result<RolePlace> {
+    let (workdir, state) = place.resolve()?;
+    Ok(RolePlace {
+        workdir,
+        state,
+        home: install.resolve()?,
+        echo: !quiet,
+        path_var: std::env::var_os("PATH"),
+    })
 }
 
 /// run.sh takes the feature lock for its whole loop and says so in HARNESS_FEATURE_LOCK_PID;

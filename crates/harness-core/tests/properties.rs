@@ -247,7 +247,7 @@ proptest! {
     /// character, of exactly `min(count, length)` characters.
     #[test]
     fn tail_chars_is_a_whole_suffix(text in any::<String>(), count in 0usize..64) {
-        let tail = notes::tail_chars(&text, count);
+        let tail = harness_core::base::text::tail_chars(&text, count);
         prop_assert!(text.ends_with(tail));
         prop_assert_eq!(tail.chars().count(), count.min(text.chars().count()));
     }

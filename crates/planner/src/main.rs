@@ -13,8 +13,8 @@ use harness_cli::{Install, Place};
 use harness_core::base::exit_codes;
 use harness_core::base::time;
 use harness_core::mission::{report, schedule, status};
+use harness_core::roles::attempt::FeatureRequest;
 use harness_core::roles::planner::{run_plan, run_replan, PlanReport, PlanRequest};
-use harness_core::roles::session::FeatureRequest;
 use harness_core::spec::features::FeatureId;
 use harness_core::spec::layout::RunId;
 
@@ -130,30 +130,20 @@ fn main() -> ExitCode {
 }
 
 fn plan(args: RunArgs) -> anyhow::Result<u8> {
-    let (workdir, state) = args.place.resolve()?;
     let report = run_plan(&PlanRequest {
-        workdir,
-        state,
-        home: args.install.resolve()?,
+        place: harness_cli::role_place(&args.place, &args.install, args.quiet)?,
         run_id: args.run_id.as_deref().map(RunId::parse).transpose()?,
-        echo: !args.quiet,
-        path_var: std::env::var_os("PATH"),
     })?;
     Ok(print_report(&report))
 }
 
 fn replan(feature: &str, args: RunArgs) -> anyhow::Result<u8> {
     let feature = FeatureId::parse(feature)?;
-    let (workdir, state) = args.place.resolve()?;
     let report = run_replan(&FeatureRequest {
-        workdir,
-        state,
-        home: args.install.resolve()?,
+        place: harness_cli::role_place(&args.place, &args.install, args.quiet)?,
         feature,
         run_id: args.run_id.as_deref().map(RunId::parse).transpose()?,
         caller_holds_feature_lock: harness_cli::caller_holds_feature_lock(),
-        echo: !args.quiet,
-        path_var: std::env::var_os("PATH"),
     })?;
     Ok(print_report(&report))
 }

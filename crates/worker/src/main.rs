@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::Parser;
 use harness_cli::{FeatureArgs, Install, Place};
 use harness_core::base::exit_codes;
-use harness_core::roles::session::check_inputs;
+use harness_core::roles::inputs::{check_inputs, InputMemo};
 use harness_core::roles::worker::{run_worker_iteration, run_worker_loop, WorkerRequest};
 use harness_core::spec::features::FeatureId;
 use harness_core::spec::role::Role;
@@ -136,10 +136,12 @@ fn check(place: Place, feature: &str) -> anyhow::Result<u8> {
     let feature = FeatureId::parse(feature)?;
     let (workdir, state) = place.resolve()?;
     let path = std::env::var_os("PATH");
-    let inputs = check_inputs(&workdir, &state, &feature, Role::Worker, path.as_deref())?;
+    let mut memo = InputMemo::default();
+    let path = path.as_deref();
+    let inputs = check_inputs(&mut memo, &workdir, &state, &feature, Role::Worker, path)?;
     // The validator's agent may be another program: a run must not fail on it hours later.
     if inputs.config.validate {
-        check_inputs(&workdir, &state, &feature, Role::Validator, path.as_deref())?;
+        check_inputs(&mut memo, &workdir, &state, &feature, Role::Validator, path)?;
     }
     Ok(exit_codes::DONE)
 }
@@ -159,7 +161,7 @@ fn lock(place: Place, feature: &str, fd: i32) -> anyhow::Result<u8> {
         &holder,
     )?;
     // Once per run, with the feature ours: what a killed run left half-written goes.
-    harness_core::roles::session::sweep_stale_temps(&state, &feature);
+    harness_core::roles::attempt::sweep_stale_temps(&state, &feature);
     Ok(exit_codes::DONE)
 }
 

@@ -16,8 +16,11 @@ use std::time::{Duration, Instant};
 use crate::base::error::InputError;
 use crate::base::fs;
 use crate::base::signals;
-use crate::spec::config::{OutputFormat, PromptVia};
+use crate::spec::config::{AgentConfig, OutputFormat, Prices, PromptVia};
+use crate::state::budget::Remaining;
 use crate::state::memory::{self, Tag, MAX_ENTRIES_PER_INVOCATION};
+use crate::state::run_state::Outcome;
+use crate::state::usage::UsageRecord;
 use progress::{Progress, Snapshot};
 use transcript::Transcript;
 
@@ -102,6 +105,63 @@ impl End {
     pub fn is_clean(self) -> bool {
         matches!(self, End::Exited(0) | End::Lingered)
     }
+
+    /// How the attempt is recorded, from how the agent ended and whether the promise was in its
+    /// answer.
+    pub fn outcome(self, promise_found: bool) -> Outcome {
+        match self {
+            _ if self.is_clean() && promise_found => Outcome::Completed,
+            End::Exited(0) | End::Lingered => Outcome::NoPromise,
+            End::Exited(_) => Outcome::AgentError,
+            End::Signaled(_) => Outcome::Crashed,
+            End::TimedOut | End::IdleTimedOut => Outcome::TimedOut,
+            End::Handoff(_) => Outcome::Handoff,
+            End::OverBudget(_) | End::OverCost(_) | End::OutOfTime => Outcome::OverBudget,
+            End::Interrupted(_) => Outcome::Interrupted,
+        }
+    }
+
+    /// How the agent ended, in words for notes and raw.md (`outcome` words a clean exit).
+    pub fn describe(self, outcome: Outcome, agent: &AgentConfig) -> String {
+        match self {
+            End::Exited(0) => outcome.describe().to_string(),
+            End::Exited(code) => format!("agent exited with code {code}"),
+            End::Signaled(signal) => format!("agent crashed ({})", signals::name(signal)),
+            End::TimedOut => format!(
+                "agent timed out after {} s and was stopped",
+                agent.timeout_secs
+            ),
+            End::IdleTimedOut => format!(
+                "agent printed nothing for {} s and was stopped",
+                agent.idle_timeout_secs.unwrap_or(0)
+            ),
+            End::Lingered => format!(
+                "{}; the agent did not exit within {} s of its final answer and was stopped",
+                outcome.describe(),
+                agent.result_grace_secs
+            ),
+            End::Handoff(tokens) => format!(
+                "handoff: context — {tokens} tokens passed {:.0}% of the {}-token window; a fresh agent continues",
+                agent.handoff_threshold * 100.0,
+                agent.context_window.unwrap_or(0)
+            ),
+            End::OverBudget(tokens) => {
+                format!("stopped after {tokens} tokens: the token budget ran out")
+            }
+            End::OutOfTime => "stopped: the time budget ran out".to_string(),
+            End::OverCost(cents) => format!(
+                "stopped after ${:.2}: the cost budget ran out",
+                cents as f64 / 100.0
+            ),
+            End::Interrupted(signal) => format!("interrupted by {}", signals::name(signal)),
+        }
+    }
+
+    /// How an agent whose answer holds no promise ended, in words: why a role that needs it to
+    /// finish (the validator, the planner, the curator) did not take its answer.
+    pub fn in_words(self, agent: &AgentConfig) -> String {
+        self.describe(self.outcome(false), agent)
+    }
 }
 
 /// Limits the supervisor enforces during one invocation, beside the total timeout.
@@ -121,6 +181,22 @@ pub struct Limits {
     pub cost_limit: Option<f64>,
 }
 
+impl Limits {
+    /// The limits of one invocation of `agent`, given what the budgets leave.
+    pub fn new(agent: &AgentConfig, budget: &Remaining) -> Self {
+        Self {
+            idle: agent.idle_timeout_secs.map(Duration::from_secs),
+            result_grace: Some(Duration::from_secs(agent.result_grace_secs)),
+            context_limit: agent
+                .context_window
+                .map(|window| (window as f64 * agent.handoff_threshold) as u64),
+            token_limit: budget.tokens,
+            wall_limit: budget.wall,
+            cost_limit: budget.cost_usd,
+        }
+    }
+}
+
 /// What the harness learnt from one invocation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentRun {
@@ -132,6 +208,28 @@ pub struct AgentRun {
     pub output: OutputSummary,
     /// Set when output.log could not be written completely (a full disk).
     pub log_error: Option<String>,
+}
+
+impl AgentRun {
+    /// The exit code and the signal of the agent's end, as far as it exited or was killed.
+    pub fn exit_status(&self) -> (Option<i32>, Option<i32>) {
+        match self.end {
+            End::Exited(code) => (Some(code), None),
+            End::Signaled(signal) => (None, Some(signal)),
+            _ => (None, None),
+        }
+    }
+
+    /// The usage record of this run, with `prices` to estimate a cost the agent did not report.
+    pub fn usage_record(&self, prices: Option<&Prices>) -> UsageRecord {
+        let output = &self.output;
+        UsageRecord::new(
+            &output.usage,
+            output.final_answer.as_deref(),
+            output.context_tokens,
+            prices,
+        )
+    }
 }
 
 /// What the output reader extracted.
@@ -941,6 +1039,16 @@ mod tests {
         let summary = read_all(OutputFormat::ClaudeStreamJson, &[fixture.as_bytes()]);
         assert!(!summary.found(0));
         assert_eq!(summary.final_answer.as_deref(), Some("not yet"));
+    }
+
+    #[test]
+    fn outcomes_follow_the_end() {
+        assert_eq!(End::Exited(0).outcome(true), Outcome::Completed);
+        assert_eq!(End::Exited(0).outcome(false), Outcome::NoPromise);
+        assert_eq!(End::Exited(3).outcome(true), Outcome::AgentError);
+        assert_eq!(End::Signaled(9).outcome(false), Outcome::Crashed);
+        assert_eq!(End::TimedOut.outcome(false), Outcome::TimedOut);
+        assert_eq!(End::Interrupted(2).outcome(false), Outcome::Interrupted);
     }
 
     #[test]

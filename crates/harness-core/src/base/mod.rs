@@ -13,4 +13,5 @@ pub mod locks;
 pub mod signals;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod text;
 pub mod time;

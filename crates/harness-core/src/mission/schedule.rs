@@ -3,7 +3,7 @@
 //! functions over the feature list and the run states; loading and writing states sit at the
 //! edges ([`load_states`], [`apply_dependency_updates`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
 
 use anyhow::Context;
@@ -17,29 +17,11 @@ use crate::spec::features::{Feature, FeatureId, FeatureList};
 use crate::spec::layout::StateDir;
 use crate::state::run_state::{RunState, Status};
 
-/// The run state of each feature that has one.
-pub type States = BTreeMap<FeatureId, RunState>;
+pub use crate::state::run_state::{is_being_run, load_states, States};
 
 /// The words that start the reason of a feature blocked by a dependency. Such a block is derived
 /// from the dependencies and recomputed every time; other blocks are left alone.
 pub const DEPENDENCY_REASON_PREFIX: &str = "dependency ";
-
-/// Reads the run state of every feature of `features` that has one.
-pub fn load_states(state_dir: &StateDir, features: &FeatureList) -> Result<States, InputError> {
-    let mut states = States::new();
-    for feature in &features.features {
-        if let Some(state) = RunState::load(&state_dir.run_state(&feature.id), &feature.id)? {
-            states.insert(feature.id.clone(), state);
-        }
-    }
-    Ok(states)
-}
-
-/// Whether a process is running the feature now: run.sh's lock or a role's invocation lock is
-/// held.
-pub fn is_being_run(state_dir: &StateDir, id: &FeatureId) -> bool {
-    locks::is_held(&state_dir.feature_lock(id)) || locks::is_held(&state_dir.invocation_lock(id))
-}
 
 /// Whether a feature was re-broken into others by the planner.
 pub fn is_superseded(state: Option<&RunState>) -> bool {

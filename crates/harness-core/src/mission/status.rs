@@ -390,7 +390,7 @@ fn outcome_name(outcome: Outcome) -> String {
 
 /// `text` on one line, cut to `width` characters, with `…` when cut.
 fn shorten(text: &str, width: usize) -> String {
-    crate::state::memory::cut(
+    crate::base::text::cut(
         &text.split_whitespace().collect::<Vec<_>>().join(" "),
         width,
     )

@@ -30,12 +30,10 @@ pub mod similarity;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use serde::{Deserialize, Serialize};
-
 use crate::base::hash::stable_hash;
+use crate::base::text::cut;
 use crate::base::time::{self, Timestamp};
 use crate::spec::role::Role;
-use crate::state::memory::cut;
 
 use document::{bullet_line, marker_ids, size, Document, Layer};
 use graduation::{Graduation, Identities, Ledger, Recurrence};
@@ -53,78 +51,8 @@ pub const SUMMARY_TEXT_CHARS: usize = 200;
 /// The file in archive/ that keeps, verbatim, the bullets the curator took out of MEMORY.md.
 pub const DEMOTED_FILE: &str = "demoted.md";
 
-/// The curator's parameters. Every field has a default; `curator:` in config.yaml may set them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Params {
-    /// Two entries of one kind say the same thing when the similarity of their words (Dice
-    /// coefficient of normalised content words, 0 to 1) reaches this.
-    pub similarity: f64,
-    /// A newer decision supersedes an older one when their similarity reaches this.
-    pub supersede_similarity: f64,
-    /// Times seen (distinct invocations) before a lesson or a thing to avoid goes to summary.md;
-    /// a current decision goes there at once.
-    pub promote_min_seen: usize,
-    /// The entries raw.md keeps; older ones go to archive/.
-    pub keep_raw: usize,
-    /// summary.md's bound in lines.
-    pub summary_max_lines: usize,
-    /// summary.md's bound in estimated tokens (see [`document::size`]).
-    pub summary_max_tokens: usize,
-    /// MEMORY.md's bound in lines.
-    pub memory_max_lines: usize,
-    /// Distinct workers that must report a TRICK for it to graduate.
-    pub graduate_trick_workers: usize,
-    /// Missions in which a failure mode must be seen for it to graduate.
-    pub graduate_failure_missions: usize,
-    /// Times a convention must be recorded (forgotten, relearnt) for it to graduate.
-    pub graduate_convention_times: usize,
-}
-
-impl Default for Params {
-    fn default() -> Self {
-        Self {
-            similarity: 0.6,
-            supersede_similarity: 0.4,
-            promote_min_seen: 2,
-            keep_raw: 10,
-            summary_max_lines: 40,
-            summary_max_tokens: 800,
-            memory_max_lines: 200,
-            graduate_trick_workers: 2,
-            graduate_failure_missions: 2,
-            graduate_convention_times: 3,
-        }
-    }
-}
-
-impl Params {
-    /// Checks the values; the message names the parameter.
-    pub fn check(&self) -> Result<(), String> {
-        for (name, value) in [
-            ("similarity", self.similarity),
-            ("supersede_similarity", self.supersede_similarity),
-        ] {
-            if !(value > 0.0 && value <= 1.0) {
-                return Err(format!("{name} must be above 0 and at most 1, not {value}"));
-            }
-        }
-        for (name, value) in [
-            ("summary_max_lines", self.summary_max_lines),
-            ("summary_max_tokens", self.summary_max_tokens),
-            ("memory_max_lines", self.memory_max_lines),
-            ("promote_min_seen", self.promote_min_seen),
-            ("graduate_trick_workers", self.graduate_trick_workers),
-            ("graduate_failure_missions", self.graduate_failure_missions),
-            ("graduate_convention_times", self.graduate_convention_times),
-        ] {
-            if value == 0 {
-                return Err(format!("{name} must be at least 1"));
-            }
-        }
-        Ok(())
-    }
-}
+/// The curator's parameters, as config.yaml's `curator:` sets them.
+pub use crate::spec::config::CuratorParams as Params;
 
 /// Everything a pass reads.
 #[derive(Debug, Clone, Default, PartialEq)]

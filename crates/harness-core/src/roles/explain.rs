@@ -4,8 +4,9 @@
 
 use crate::agent::Redactor;
 use crate::base::time;
+use crate::roles::attempt::{self, FeatureRequest};
+use crate::roles::inputs::{self, InputMemo};
 use crate::roles::prompt::{estimate_tokens, Prompt, WorkerPrompt};
-use crate::roles::session::{self, FeatureRequest};
 use crate::roles::validator::validator_prompt;
 use crate::spec::layout::RunId;
 use crate::spec::role::Role;
@@ -25,26 +26,27 @@ pub struct Explanation {
 
 /// The prompt `role` would get next on the requested feature.
 pub fn explain(request: &FeatureRequest, role: Role) -> anyhow::Result<Explanation> {
-    let (inputs, role_prompt) =
-        session::read_inputs(&mut session::InputMemo::default(), request, role)?;
-    let feature = &inputs.feature;
+    let place = &request.place;
+    let (checked, role_prompt) = attempt::read_inputs(&mut InputMemo::default(), request, role)?;
+    let feature = &checked.feature;
+    let config = &checked.config;
     let state =
-        RunState::load(&request.state.run_state(&feature.id), &feature.id)?.unwrap_or_else(|| {
+        RunState::load(&place.state.run_state(&feature.id), &feature.id)?.unwrap_or_else(|| {
             RunState::new(
                 feature.id.clone(),
-                inputs.config.max_iterations,
-                &inputs.config.completion_promise,
+                config.max_iterations,
+                &config.completion_promise,
                 time::now(),
             )
         });
-    let layers = session::read_layers(&request.home, &request.state, &feature.id, role)?;
+    let layers = inputs::read_layers(&place.home, &place.state, Some(&feature.id), role)?;
     let run_id = RunId::generate(time::now().timestamp(), role, &feature.id, |candidate| {
-        crate::base::fs::exists(&request.state.feature_runs(&feature.id).join(candidate))
+        crate::base::fs::exists(&place.state.feature_runs(&feature.id).join(candidate))
     });
     let runtime = crate::roles::prompt::RuntimeContext {
         feature_id: feature.id.to_string(),
-        workdir: request.workdir.clone(),
-        state_dir: request.state.root().to_path_buf(),
+        workdir: place.workdir.clone(),
+        state_dir: place.state.root().to_path_buf(),
         run_id,
     };
     let prompt: Prompt = match role {

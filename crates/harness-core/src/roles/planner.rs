@@ -8,53 +8,36 @@ pub mod answer;
 pub mod edit;
 pub mod merge;
 
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::agent::{self, AgentRun, End};
+use crate::agent::{AgentRun, End};
 use crate::base::atomic::write_atomic;
 use crate::base::error::InputError;
 use crate::base::exit_codes;
 use crate::base::locks::{self, Lock};
 use crate::base::time::{self, Timestamp};
-use crate::mission::schedule::{self, States};
-use crate::roles::invoke::{self, RoleInvocation};
-use crate::roles::prompt::{feature_spec, Prompt, RuntimeContext};
-use crate::roles::session::{self, AgentCall, FeatureRequest};
-use crate::roles::worker::{describe_end, outcome_of};
-use crate::spec::config::Config;
+use crate::roles::attempt::{Attempt, FeatureRequest, Place, Session};
+use crate::roles::inputs::{self, InputMemo};
+use crate::roles::prompt::{feature_spec, Prompt};
 use crate::spec::features::{Feature, FeatureId, FeatureList};
-use crate::spec::layout::{HarnessHome, RunId, StateDir};
+use crate::spec::layout::{RunId, StateDir};
 use crate::spec::role::Role;
 use crate::state::budget::Remaining;
-use crate::state::memory::{self, RawEntry, Tag};
-use crate::state::run_state::{Outcome, RunState, Status};
+use crate::state::memory;
+use crate::state::run_state::{self, Outcome, RunState, States, Status};
 
 use answer::{Rejection, Scope};
 use edit::Layout;
 use merge::{Decision, Merge, Placement, PlanRecord, Progress};
 
-/// The name standing for the whole mission where a feature id goes (run ids, run directories).
-pub const MISSION: &str = "mission";
-
 /// A `planner plan` invocation.
 #[derive(Debug, Clone)]
 pub struct PlanRequest {
-    /// The project directory (the agent's working directory).
-    pub workdir: PathBuf,
-    /// The `.harness/` directory.
-    pub state: StateDir,
-    /// The harness install (roles, identity).
-    pub home: HarnessHome,
+    /// Where it runs.
+    pub place: Place,
     /// The run id given by run.sh; generated when absent.
     pub run_id: Option<RunId>,
-    /// Copy the agent's output to stdout.
-    pub echo: bool,
-    /// `PATH`, to find the agent.
-    pub path_var: Option<OsString>,
 }
 
 /// What a planner invocation ended with.
@@ -71,45 +54,37 @@ pub struct PlanReport {
 /// Plans the mission: runs the planner's agent on mission.md and merges its plan into
 /// features.yaml. Holds the plan lock throughout (exit 75 if another planner runs).
 pub fn run_plan(request: &PlanRequest) -> anyhow::Result<PlanReport> {
-    let state_dir = &request.state;
-    state_dir.require_initialised()?;
-    let config = Config::load(&state_dir.config())?;
-    let mission = memory::read_memory_layer(&state_dir.mission())
-        .with_context(|| format!("cannot read {}", state_dir.mission().display()))?
-        .ok_or_else(|| {
-            InputError::in_file(&state_dir.mission(), "the mission is empty")
-                .with_hint("say in mission.md what the project should become, then plan again")
-        })?;
+    let place = &request.place;
+    let state_dir = &place.state;
+    let (config, program) = inputs::check_mission_inputs(
+        &place.workdir,
+        state_dir,
+        Role::Planner,
+        place.path_var.as_deref(),
+    )?;
+    let mission = read_mission(state_dir)?.ok_or_else(|| {
+        InputError::in_file(&state_dir.mission(), "the mission is empty")
+            .with_hint("say in mission.md what the project should become, then plan again")
+    })?;
     let (features_text, features) = read_features(state_dir)?;
     // A file the planner could not edit fails now, before an agent is paid to plan.
     Layout::locate(&features_text, &state_dir.features())?;
-    let agent_config = config.agent_for(Role::Planner);
-    let program = agent::resolve_program(
-        &agent_config.command[0],
-        &request.workdir,
-        request.path_var.as_deref(),
-        &state_dir.config(),
-    )?;
-    let role_prompt = read_role_prompt(&request.home)?;
-    let started_at = time::now();
-    let _lock = plan_lock(state_dir, "planner plan", started_at)?;
+    let role_prompt = inputs::read_role_prompt(&place.home, Role::Planner)?;
+    let attempt = Attempt::on_mission(
+        place,
+        Role::Planner,
+        (&config, program),
+        request.run_id.clone(),
+        &state_dir.plans_dir(),
+        (0, config.max_iterations),
+    );
+    let _lock = plan_lock(state_dir, "planner plan", attempt.started_at)?;
 
-    let mission_id = FeatureId::parse(MISSION).expect("a valid id");
-    let run_id = request.run_id.clone().unwrap_or_else(|| {
-        RunId::generate(started_at.timestamp(), Role::Planner, &mission_id, |id| {
-            crate::base::fs::exists(&state_dir.plans_dir().join(id))
-        })
-    });
-    let runtime = RuntimeContext {
-        feature_id: "-".into(),
-        workdir: request.workdir.clone(),
-        state_dir: state_dir.root().to_path_buf(),
-        run_id: run_id.clone(),
-    };
-    let states = schedule::load_states(state_dir, &features)?;
-    let is_locked = |id: &FeatureId| schedule::is_being_run(state_dir, id);
-    let layers = Layers::read(&request.home, state_dir)?;
-    let prompt = Prompt::new(&runtime, &role_prompt)
+    // Build the prompt.
+    let states = run_state::load_states(state_dir, &features)?;
+    let is_locked = |id: &FeatureId| run_state::is_being_run(state_dir, id);
+    let layers = inputs::read_layers(&place.home, state_dir, None, Role::Planner)?;
+    let prompt = Prompt::new(&attempt.runtime, &role_prompt)
         .identity(Role::Planner, layers.identity.as_deref())
         .untrusted(&format!("## Mission\n\n{}", mission.trim()))
         .untrusted(&current_features(&features, &states, is_locked))
@@ -117,33 +92,12 @@ pub fn run_plan(request: &PlanRequest) -> anyhow::Result<PlanReport> {
         .memory(layers.summary.as_deref())
         .render();
 
-    let run_dir = state_dir.plan_run_dir(&run_id);
-    invoke::save_prompt(&run_dir, &prompt)?;
-    eprintln!("planner: planning the mission (run {run_id})");
-    let run = invoke::run(
-        &Invocation {
-            request_workdir: &request.workdir,
-            state: state_dir,
-            runtime: &runtime,
-            run_dir: &run_dir,
-            iteration: 0,
-            config: &config,
-            program: &program,
-            prompt: &prompt,
-            echo: request.echo,
-        }
-        .role_invocation(),
-    )?;
-    let concluded = conclude(state_dir, &run, &run_dir, &config, Target::Mission)?;
-    let ended_at = time::now();
-    memory::append_raw(
-        state_dir,
-        &raw_entries(&run, ended_at, None, &concluded.report.message),
-    )
-    .context("cannot append to raw.md")?;
-    write_result(
-        &run_dir, &run_id, None, started_at, ended_at, &run, &concluded,
-    )?;
+    // Run the agent, decide, write.
+    attempt.save_prompt(&prompt)?;
+    eprintln!("planner: planning the mission (run {})", attempt.run_id);
+    let run = attempt.run(&prompt, &[], &Remaining::default())?;
+    let concluded = conclude(state_dir, &attempt, &run, Target::Mission)?;
+    record(&attempt, &run, &concluded, None)?;
     Ok(concluded.report)
 }
 
@@ -151,8 +105,9 @@ pub fn run_plan(request: &PlanRequest) -> anyhow::Result<PlanReport> {
 /// inserted right after it in features.yaml; the feature is then superseded by them. Its notes
 /// stay. Holds the feature's locks and the plan lock.
 pub fn run_replan(request: &FeatureRequest) -> anyhow::Result<PlanReport> {
-    let state_dir = &request.state;
-    let mut session = session::open(request, Role::Planner)?;
+    let place = &request.place;
+    let state_dir = &place.state;
+    let mut session = Session::open(&mut InputMemo::default(), request, Role::Planner)?;
     let feature = session.inputs.feature.clone();
     let id = &feature.id;
     check_replannable(session.loaded.as_ref(), id)?;
@@ -164,17 +119,14 @@ pub fn run_replan(request: &FeatureRequest) -> anyhow::Result<PlanReport> {
         session.started_at,
     )?;
 
-    let config = session.inputs.config.clone();
-    let run_id = session.run_id(request, None);
-    let runtime = session.runtime(request, &run_id);
-    let layers = session.layers(request)?;
-    let states = schedule::load_states(state_dir, &features)?;
-    let is_locked = |other: &FeatureId| other != id && schedule::is_being_run(state_dir, other);
-    let mission = memory::read_memory_layer(&state_dir.mission())
-        .with_context(|| format!("cannot read {}", state_dir.mission().display()))?;
-    let mut prompt = Prompt::new(&runtime, &session.role_prompt)
+    // Build the prompt.
+    let attempt = session.attempt(request, None);
+    let layers = session.layers(place)?;
+    let states = run_state::load_states(state_dir, &features)?;
+    let is_locked = |other: &FeatureId| other != id && run_state::is_being_run(state_dir, other);
+    let mut prompt = Prompt::new(&attempt.runtime, &session.role_prompt)
         .identity(Role::Planner, layers.identity.as_deref());
-    if let Some(mission) = &mission {
+    if let Some(mission) = read_mission(state_dir)? {
         prompt = prompt.untrusted(&format!("## Mission\n\n{}", mission.trim()));
     }
     let prompt = prompt
@@ -185,64 +137,33 @@ pub fn run_replan(request: &FeatureRequest) -> anyhow::Result<PlanReport> {
         .memory(layers.summary.as_deref())
         .render();
 
-    let run_dir = state_dir.run_dir(id, &run_id);
-    let started_at = session.started_at;
-    let call = AgentCall {
-        run_id: &run_id,
-        runtime: &runtime,
-        run_dir: &run_dir,
-        prompt: &prompt,
-        markers: &[],
-        budget: Remaining::default(),
+    // Run the agent, decide, write.
+    session.begin(&attempt, &prompt)?;
+    eprintln!("planner: re-breaking {id} (run {})", attempt.run_id);
+    let run = session.run(&attempt, &prompt, &[], &Remaining::default())?;
+    let concluded = conclude(state_dir, &attempt, &run, Target::Feature(id));
+    let outcome = match &concluded {
+        Ok(concluded) => concluded.outcome,
+        // features.yaml changed under the run so that the plan cannot be merged.
+        Err(_) => Outcome::Rejected,
     };
-    session.begin(&call)?;
-    eprintln!("planner: re-breaking {id} (run {run_id})");
-    let run = session.run_agent(request, call)?;
-    let concluded = match conclude(state_dir, &run, &run_dir, &config, Target::Feature(id)) {
-        Ok(concluded) => concluded,
-        Err(error) => {
-            // features.yaml changed under the run so that the plan cannot be merged.
-            if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {
-                attempt.record_end(
-                    &run,
-                    Outcome::Rejected,
-                    time::now(),
-                    config.agent_for(Role::Planner).prices.as_ref(),
-                );
-            }
-            session.save()?;
-            return Err(error);
-        }
-    };
-    let ended_at = time::now();
-    if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {
-        attempt.record_end(
-            &run,
-            concluded.outcome,
-            ended_at,
-            config.agent_for(Role::Planner).prices.as_ref(),
-        );
-    }
-    session.state.updated_at = ended_at;
-    if let Some(merge) = &concluded.merge {
+    session.record_end(&attempt, &run, outcome, time::now());
+    if let Ok(Concluded {
+        merge: Some(merge), ..
+    }) = &concluded
+    {
         session.state.superseded_by = merge.decisions.iter().map(|(id, _)| id.clone()).collect();
     }
     session.save()?;
-    memory::append_raw(
-        state_dir,
-        &raw_entries(&run, ended_at, Some(id), &concluded.report.message),
-    )
-    .context("cannot append to raw.md")?;
-    write_result(
-        &run_dir,
-        &run_id,
-        Some(id),
-        started_at,
-        ended_at,
-        &run,
-        &concluded,
-    )?;
+    let concluded = concluded?;
+    record(&attempt, &run, &concluded, Some(id))?;
     Ok(concluded.report)
+}
+
+/// mission.md, if it has content.
+fn read_mission(state_dir: &StateDir) -> anyhow::Result<Option<String>> {
+    memory::read_memory_layer(&state_dir.mission())
+        .with_context(|| format!("cannot read {}", state_dir.mission().display()))
 }
 
 /// Only a failed or blocked feature that was not re-broken already is re-broken.
@@ -276,39 +197,10 @@ fn read_features(state_dir: &StateDir) -> Result<(String, FeatureList), InputErr
     Ok((text, list))
 }
 
-/// `roles/planner.md`.
-fn read_role_prompt(home: &HarnessHome) -> anyhow::Result<String> {
-    let path = home.role_prompt(Role::Planner);
-    let text = memory::read_layer(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?
-        .ok_or_else(|| {
-            InputError::in_file(&path, "the planner's role prompt is missing or empty")
-                .with_hint("set HARNESS_HOME to the harness install (the directory with run.sh)")
-        })?;
-    Ok(text)
-}
-
 /// The plan lock: one planner edits features.yaml at a time (exit 75 otherwise).
 fn plan_lock(state_dir: &StateDir, program: &str, now: Timestamp) -> anyhow::Result<Lock> {
     let holder = locks::describe_holder(std::process::id(), program, &time::format(now));
     Lock::try_acquire(&state_dir.plan_lock(), "the planner", &holder)
-}
-
-/// The identity and the summary, for the prompt.
-struct Layers {
-    identity: Option<String>,
-    summary: Option<String>,
-}
-
-impl Layers {
-    fn read(home: &HarnessHome, state_dir: &StateDir) -> anyhow::Result<Self> {
-        Ok(Self {
-            identity: memory::read_memory_layer(&home.identity(Role::Planner))
-                .context("cannot read the planner's identity file")?,
-            summary: memory::read_memory_layer(&state_dir.summary())
-                .context("cannot read summary.md")?,
-        })
-    }
 }
 
 /// The `## Current features` section: each feature as features.yaml holds it, with its status
@@ -429,41 +321,6 @@ fn answer_instructions(parent: Option<&Feature>) -> String {
     )
 }
 
-/// What running a planner's agent needs.
-struct Invocation<'a> {
-    request_workdir: &'a Path,
-    state: &'a StateDir,
-    runtime: &'a RuntimeContext,
-    run_dir: &'a Path,
-    iteration: u32,
-    config: &'a Config,
-    program: &'a Path,
-    prompt: &'a str,
-    echo: bool,
-}
-
-impl<'a> Invocation<'a> {
-    /// The planner's agent run, as every role describes it.
-    fn role_invocation(&self) -> RoleInvocation<'a> {
-        RoleInvocation {
-            role: Role::Planner,
-            workdir: self.request_workdir,
-            state: self.state,
-            runtime: self.runtime,
-            run_dir: self.run_dir,
-            iteration: self.iteration,
-            max_iterations: self.config.max_iterations,
-            promise: &self.config.completion_promise,
-            markers: &[],
-            agent: self.config.agent_for(Role::Planner),
-            program: self.program,
-            prompt: self.prompt,
-            echo: self.echo,
-            budget: Remaining::default(),
-        }
-    }
-}
-
 /// What the plan is for.
 #[derive(Debug, Clone, Copy)]
 enum Target<'a> {
@@ -471,6 +328,16 @@ enum Target<'a> {
     Mission,
     /// The re-breakdown of this feature (`replan`).
     Feature(&'a FeatureId),
+}
+
+/// What the planner decided on its agent's answer.
+enum Planned {
+    /// Interrupted: nothing is decided.
+    Interrupted,
+    /// The answer is not taken: the attempt's outcome, and why.
+    Rejected(Outcome, Rejection),
+    /// The plan, merged into features.yaml as it is now; plan.json as it was.
+    Merged(Merge, PlanRecord),
 }
 
 /// How an invocation ended: the attempt's outcome, the merge if the plan was taken, the report.
@@ -481,62 +348,44 @@ struct Concluded {
     report: PlanReport,
 }
 
-/// Reads the plan from the agent's answer, checks it against features.yaml as it is now (the
-/// user may have edited it during the run), merges it and writes features.yaml and plan.json.
+/// Decides on the agent's answer, writes the plan it accepts (features.yaml and plan.json), and
+/// says how the invocation ended.
 fn conclude(
     state_dir: &StateDir,
+    attempt: &Attempt,
     run: &AgentRun,
-    run_dir: &Path,
-    config: &Config,
     target: Target,
 ) -> anyhow::Result<Concluded> {
-    let agent_config = config.agent_for(Role::Planner);
-    if let End::Interrupted(_) = run.end {
-        return Ok(Concluded {
-            outcome: Outcome::Interrupted,
-            merge: None,
-            rejection: None,
-            report: PlanReport {
-                exit_code: exit_codes::INTERRUPTED,
-                message: format!(
-                    "{}: {}; nothing was changed",
-                    match target {
-                        Target::Mission => "planning".to_string(),
-                        Target::Feature(id) => format!("re-breaking {id}"),
-                    },
-                    describe_end(run.end, Outcome::Interrupted, agent_config)
-                ),
-                details: Vec::new(),
-            },
-        });
+    let planned = decide(state_dir, attempt, run, target)?;
+    if let Planned::Merged(merged, record) = &planned {
+        write_plan(state_dir, merged, record)?;
     }
-    let rejected = |outcome, rejection: Rejection| Concluded {
-        outcome,
-        merge: None,
-        rejection: Some(rejection.0.clone()),
-        report: PlanReport {
-            exit_code: exit_codes::USAGE,
-            message: rejection.to_string(),
-            details: vec![format!(
-                "features.yaml was not changed; the agent's answer is in {}",
-                run_dir.join("output.log").display()
-            )],
-        },
-    };
-    if run.end != End::Exited(0) {
-        let outcome = outcome_of(run.end, false);
-        let how = describe_end(run.end, outcome, agent_config);
-        return Ok(rejected(
-            outcome,
-            Rejection(format!("the planner's agent did not finish: {how}")),
-        ));
+    Ok(transition(planned, target, attempt, run))
+}
+
+/// Reads the plan from the agent's answer and checks it against features.yaml as it is now (the
+/// user may have edited it during the run), merged without clobbering done features or hand
+/// edits.
+fn decide(
+    state_dir: &StateDir,
+    attempt: &Attempt,
+    run: &AgentRun,
+    target: Target,
+) -> anyhow::Result<Planned> {
+    match run.end {
+        End::Interrupted(_) => return Ok(Planned::Interrupted),
+        End::Exited(0) => {}
+        end => {
+            let how = end.in_words(attempt.agent());
+            let why = format!("the planner's agent did not finish: {how}");
+            return Ok(Planned::Rejected(end.outcome(false), Rejection(why)));
+        }
     }
-    let answer = invoke::answer_text(run, run_dir, agent_config.output_format)?;
+    let answer = attempt.answer(run)?;
     let features_path = state_dir.features();
     let (text, current) = read_features(state_dir)?;
-    let record_path = state_dir.plan_record();
-    let record = PlanRecord::load(&record_path)?;
-    let states = schedule::load_states(state_dir, &current)?;
+    let record = PlanRecord::load(&state_dir.plan_record())?;
+    let states = run_state::load_states(state_dir, &current)?;
     let (scope, placement) = match target {
         Target::Mission => (Scope::Mission, Placement::End),
         Target::Feature(id) => (
@@ -548,10 +397,10 @@ fn conclude(
     };
     let planned = match answer::read_plan(&answer, &current, scope) {
         Ok(planned) => planned,
-        Err(rejection) => return Ok(rejected(Outcome::Rejected, rejection)),
+        Err(rejection) => return Ok(Planned::Rejected(Outcome::Rejected, rejection)),
     };
     let progress =
-        |id: &FeatureId| Progress::of(states.get(id), schedule::is_being_run(state_dir, id));
+        |id: &FeatureId| Progress::of(states.get(id), run_state::is_being_run(state_dir, id));
     let merged = merge::merge(
         &text,
         &current,
@@ -562,68 +411,101 @@ fn conclude(
         placement,
     )?;
     if let Some(cycle) = merged.cycle() {
-        return Ok(rejected(
-            Outcome::Rejected,
-            Rejection(format!(
-                "dependency cycle {} (with the features that are kept)",
-                crate::spec::features::format_cycle(&cycle)
-            )),
-        ));
+        let why = format!(
+            "dependency cycle {} (with the features that are kept)",
+            crate::spec::features::format_cycle(&cycle)
+        );
+        return Ok(Planned::Rejected(Outcome::Rejected, Rejection(why)));
     }
+    Ok(Planned::Merged(merged, record))
+}
+
+/// What the planner's decision comes to: the attempt's outcome, the exit code and the message
+/// (0 merged, 1 rejected, 130 interrupted).
+fn transition(planned: Planned, target: Target, attempt: &Attempt, run: &AgentRun) -> Concluded {
+    let (outcome, merge, rejection, report) = match planned {
+        Planned::Interrupted => {
+            let task = match target {
+                Target::Mission => "planning".to_string(),
+                Target::Feature(id) => format!("re-breaking {id}"),
+            };
+            let how = run.end.describe(Outcome::Interrupted, attempt.agent());
+            let report = PlanReport {
+                exit_code: exit_codes::INTERRUPTED,
+                message: format!("{task}: {how}; nothing was changed"),
+                details: Vec::new(),
+            };
+            (Outcome::Interrupted, None, None, report)
+        }
+        Planned::Rejected(outcome, rejection) => {
+            let report = PlanReport {
+                exit_code: exit_codes::USAGE,
+                message: rejection.to_string(),
+                details: vec![format!(
+                    "features.yaml was not changed; the agent's answer is in {}",
+                    attempt.run_dir.join("output.log").display()
+                )],
+            };
+            (outcome, None, Some(rejection.0), report)
+        }
+        Planned::Merged(merged, _) => {
+            let message = match target {
+                Target::Mission => format!("planned {}", merged.counts()),
+                Target::Feature(id) => format!(
+                    "re-broke {id} into {}",
+                    merged
+                        .decisions
+                        .iter()
+                        .map(|(id, _)| id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            let report = PlanReport {
+                exit_code: exit_codes::DONE,
+                message,
+                details: merged.report_lines(),
+            };
+            (Outcome::Completed, Some(merged), None, report)
+        }
+    };
+    Concluded {
+        outcome,
+        merge,
+        rejection,
+        report,
+    }
+}
+
+/// Writes the accepted plan: features.yaml (edited in place) and plan.json, each only if it
+/// changes.
+fn write_plan(state_dir: &StateDir, merged: &Merge, record: &PlanRecord) -> anyhow::Result<()> {
+    let features_path = state_dir.features();
     if merged.changes_file() {
         write_atomic(&features_path, merged.text.as_bytes())
             .with_context(|| format!("cannot write {}", features_path.display()))?;
     }
-    if merged.record != record {
+    let record_path = state_dir.plan_record();
+    if merged.record != *record {
         merged
             .record
             .save(&record_path)
             .with_context(|| format!("cannot write {}", record_path.display()))?;
     }
-    let message = match target {
-        Target::Mission => format!("planned {}", merged.counts()),
-        Target::Feature(id) => format!(
-            "re-broke {id} into {}",
-            merged
-                .decisions
-                .iter()
-                .map(|(id, _)| id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    Ok(Concluded {
-        outcome: Outcome::Completed,
-        rejection: None,
-        report: PlanReport {
-            exit_code: exit_codes::DONE,
-            message,
-            details: merged.report_lines(),
-        },
-        merge: Some(merged),
-    })
+    Ok(())
 }
 
-/// The raw.md lines of a planner invocation: its agent's memory entries and its outcome line.
-fn raw_entries(
+/// Records a planner invocation: raw.md's lines (its agent's memory entries and its outcome
+/// line) and result.json.
+fn record(
+    attempt: &Attempt,
     run: &AgentRun,
-    time: Timestamp,
+    concluded: &Concluded,
     feature: Option<&FeatureId>,
-    outcome: &str,
-) -> Vec<RawEntry> {
-    run.output
-        .entries
-        .iter()
-        .map(|(tag, text)| (*tag, text.clone()))
-        .chain(std::iter::once((Tag::Outcome, memory::one_line(outcome))))
-        .map(|(tag, text)| RawEntry {
-            time,
-            role: Role::Planner,
-            feature: feature.cloned(),
-            tag,
-            text,
-        })
-        .collect()
+) -> anyhow::Result<()> {
+    let ended_at = time::now();
+    attempt.append_raw(run, None, feature, (ended_at, &concluded.report.message))?;
+    attempt.write_result(&result_record(attempt, run, concluded, feature, ended_at))
 }
 
 /// The result.json of a planner invocation.
@@ -658,15 +540,14 @@ struct DecisionRecord<'a> {
     reason: Option<String>,
 }
 
-fn write_result(
-    run_dir: &Path,
-    run_id: &RunId,
-    feature: Option<&FeatureId>,
-    started_at: Timestamp,
+/// result.json of a planner invocation.
+fn result_record<'a>(
+    attempt: &'a Attempt,
+    run: &'a AgentRun,
+    concluded: &'a Concluded,
+    feature: Option<&'a FeatureId>,
     ended_at: Timestamp,
-    run: &AgentRun,
-    concluded: &Concluded,
-) -> anyhow::Result<()> {
+) -> ResultRecord<'a> {
     let features = concluded
         .merge
         .iter()
@@ -685,39 +566,34 @@ fn write_result(
             }
         })
         .collect();
-    let (exit_code, signal) = match run.end {
-        End::Exited(code) => (Some(code), None),
-        End::Signaled(signal) => (None, Some(signal)),
-        _ => (None, None),
-    };
-    invoke::write_result(
-        run_dir,
-        &ResultRecord {
-            run_id: run_id.as_str(),
-            role: Role::Planner,
-            feature_id: feature.map(FeatureId::as_str),
-            started_at,
-            ended_at,
-            duration_ms: run.duration.as_millis(),
-            outcome: concluded.outcome,
-            exit_code,
-            signal,
-            accepted: concluded.merge.is_some(),
-            rejection: concluded.rejection.as_deref(),
-            features,
-            turns: run.output.usage.turns,
-            tokens: run.output.usage.total_tokens(),
-            cost_usd: run.output.usage.cost_usd,
-            output_bytes: run.output.bytes,
-            memory_entries: run.output.entries.len(),
-            memory_entries_dropped: run.output.entries_dropped,
-            log_error: run.log_error.as_deref(),
-        },
-    )
+    let (exit_code, signal) = run.exit_status();
+    ResultRecord {
+        run_id: attempt.run_id.as_str(),
+        role: Role::Planner,
+        feature_id: feature.map(FeatureId::as_str),
+        started_at: attempt.started_at,
+        ended_at,
+        duration_ms: run.duration.as_millis(),
+        outcome: concluded.outcome,
+        exit_code,
+        signal,
+        accepted: concluded.merge.is_some(),
+        rejection: concluded.rejection.as_deref(),
+        features,
+        turns: run.output.usage.turns,
+        tokens: run.output.usage.total_tokens(),
+        cost_usd: run.output.usage.cost_usd,
+        output_bytes: run.output.bytes,
+        memory_entries: run.output.entries.len(),
+        memory_entries_dropped: run.output.entries_dropped,
+        log_error: run.log_error.as_deref(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
     use crate::base::testing::id;
 

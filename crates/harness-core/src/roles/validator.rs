@@ -8,18 +8,16 @@ use serde::Serialize;
 use crate::agent::End;
 use crate::base::error::InputError;
 use crate::base::exit_codes;
+use crate::base::text::tail_chars;
 use crate::base::time::{self, Timestamp};
-use crate::mission::worktree;
-use crate::roles::invoke;
+use crate::roles::attempt::{Change, FeatureRequest, Place, RoleReport, Session, Transition};
+use crate::roles::inputs::{InputMemo, Layers};
 use crate::roles::prompt::{feature_spec, Prompt, RuntimeContext};
-use crate::roles::session::{self, AgentCall, FeatureRequest, Layers};
-use crate::roles::worker::{describe_end, outcome_of, RoleReport};
-use crate::spec::config::AgentConfig;
-use crate::spec::features::Feature;
+use crate::spec::config::{AgentConfig, Config};
+use crate::spec::features::{Feature, FeatureId};
 use crate::spec::role::Role;
-use crate::state::memory;
 use crate::state::notes;
-use crate::state::run_state::{Outcome, Status};
+use crate::state::run_state::{Outcome, RunState, Status};
 
 /// The tag of a passing verdict.
 pub const PASS_TAG: &str = "<verdict>PASS</verdict>";
@@ -64,7 +62,7 @@ pub fn decide(end: End, passes: u64, fails: u64, answer: &str, agent: &AgentConf
         }
     };
     if !end.is_clean() {
-        let how = describe_end(end, outcome_of(end, false), agent);
+        let how = end.in_words(agent);
         return Verdict::Fail {
             reasons: with(format!("the validator did not finish: {how}")),
         };
@@ -88,9 +86,7 @@ fn reasons_of(answer: &str) -> String {
     while text.contains(PASS_TAG) || text.contains(FAIL_TAG) {
         text = text.replace(PASS_TAG, "").replace(FAIL_TAG, "");
     }
-    notes::tail_chars(text.trim(), REASONS_CHARS)
-        .trim()
-        .to_string()
+    tail_chars(text.trim(), REASONS_CHARS).trim().to_string()
 }
 
 /// The instructions of the validator's prompt (the harness's own words: they name the tags
@@ -113,18 +109,18 @@ fn instructions(iteration: u32, max_iterations: u32) -> String {
 
 /// `auto_curate: true`: a curator pass after the verdict, waiting behind a pass already running.
 /// Memory upkeep never fails the feature: a failed pass is a warning.
-fn auto_curate(request: &FeatureRequest, config: &crate::spec::config::Config) {
+fn auto_curate(place: &Place, config: &Config) {
     let pass = crate::roles::curator::run(&crate::roles::curator::Request {
-        workdir: request.workdir.clone(),
-        state: request.state.clone(),
-        home: request.home.clone(),
+        workdir: place.workdir.clone(),
+        state: place.state.clone(),
+        home: place.home.clone(),
         params: config.curator.clone(),
         dry_run: false,
         agent: false,
         wait: true,
         run_id: None,
         echo: false,
-        path_var: request.path_var.clone(),
+        path_var: place.path_var.clone(),
     });
     match pass {
         Ok(outcome) => {
@@ -189,203 +185,189 @@ struct ResultRecord<'a> {
     memory_entries_dropped: usize,
 }
 
-/// Runs the validator on a provisional feature: pass → done (notes removed); fail → the reasons
-/// go to the notes and the feature back to the worker (exit 10), or fails at the guardrail.
-pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
-    let state_dir = &request.state;
-    let mut session = session::open(request, Role::Validator)?;
-    let feature = session.inputs.feature.clone();
-    match session.state.status {
-        Status::Provisional => {}
-        Status::Done => {
-            return Ok(RoleReport {
-                exit_code: exit_codes::DONE,
-                message: format!("{} is already done", feature.id),
-            })
-        }
-        other => {
-            return Err(InputError::new(format!(
-            "{} is {}: only a provisional feature (one the worker says is complete) is validated",
-            feature.id,
+/// Before the validator runs: only a provisional feature (one the worker says is complete) is
+/// validated; a done one is reported as such, any other is an input error.
+fn before_validation(state: &RunState) -> Result<Option<Transition>, InputError> {
+    let id = &state.feature_id;
+    match state.status {
+        Status::Provisional => Ok(None),
+        Status::Done => Ok(Some(Transition::new(
+            Change::Keep,
+            exit_codes::DONE,
+            format!("{id} is already done"),
+        ))),
+        other => Err(InputError::new(format!(
+            "{id} is {}: only a provisional feature (one the worker says is complete) is validated",
             other.as_str()
-        ))
-            .into())
-        }
+        ))),
     }
-    let remaining = match session.budget_left(state_dir, &mut Default::default())? {
-        Ok(remaining) => remaining,
-        Err(report) => return Ok(report),
+}
+
+/// What `verdict` (none: the validator was interrupted) does to the feature: pass → landed
+/// (done, or blocked by a merge conflict); fail → back to the worker (exit 10), or failed at the
+/// guardrail (exit 2); interrupted → still provisional, validated on resume.
+pub fn transition(state: &RunState, verdict: Option<&Verdict>) -> Transition {
+    let id = &state.feature_id;
+    let max = state.max_iterations;
+    let Some(verdict) = verdict else {
+        return Transition::new(
+            Change::Keep,
+            exit_codes::INTERRUPTED,
+            format!("{id} validation interrupted; run it again to resume"),
+        );
     };
-    let config = session.inputs.config.clone();
-    let agent_config = config.agent_for(Role::Validator);
-    let run_id = session.run_id(request, None);
-    let runtime = session.runtime(request, &run_id);
-    let layers = session.layers(request)?;
-    let iteration = session.state.iteration_count;
-    let max = session.state.max_iterations;
+    let said = verdict_line(id, verdict);
+    match verdict {
+        Verdict::Pass { .. } => Transition::new(Change::Land, exit_codes::DONE, said),
+        Verdict::Fail { .. } if state.iteration_count >= max => Transition::new(
+            Change::Fail(format!(
+                "max_iterations ({max}) reached; the validator rejected the last attempt"
+            )),
+            exit_codes::GUARDRAIL,
+            format!("{said}; max_iterations ({max}) is reached"),
+        ),
+        Verdict::Fail { .. } => Transition::new(
+            Change::To(Status::Running),
+            exit_codes::CONTINUE,
+            format!("{said}; back to the worker"),
+        ),
+    }
+}
+
+/// The verdict in one line (raw.md's outcome line): `F-001 verified: <the first line of its
+/// reasons>`.
+fn verdict_line(id: &FeatureId, verdict: &Verdict) -> String {
+    let what = match verdict {
+        Verdict::Pass { .. } => "verified",
+        Verdict::Fail { .. } => "rejected",
+    };
+    let reasons = verdict.reasons();
+    let first = reasons.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    format!("{id} {what}: {first}")
+        .trim_end_matches([' ', ':'])
+        .to_string()
+}
+
+/// Runs the validator on a provisional feature: build the prompt → run the agent → decide the
+/// verdict → transition → write (a rejection's reasons go to the notes, for the worker's next
+/// attempt).
+pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
+    let place = &request.place;
+    let mut session = Session::open(&mut InputMemo::default(), request, Role::Validator)?;
+    if let Some(stop) = before_validation(&session.state)? {
+        return session.stop(stop, &place.state);
+    }
+    let budget = match session.budget_left(&place.state, &mut Default::default()) {
+        Ok(budget) => budget,
+        Err(exceeded) => {
+            let stop = Transition::over_budget(
+                &session.state.feature_id,
+                &exceeded,
+                &place.state.config(),
+            );
+            return session.stop(stop, &place.state);
+        }
+    };
+
+    // Build the prompt.
+    let attempt = session.attempt(request, None);
     let prompt = validator_prompt(
-        &runtime,
+        &attempt.runtime,
         &session.role_prompt,
-        &layers,
-        &feature,
-        iteration,
-        max,
+        &session.layers(place)?,
+        &session.inputs.feature,
+        attempt.iteration,
+        attempt.max_iterations,
     )
     .render();
 
-    let run_dir = state_dir.run_dir(&feature.id, &run_id);
-    let markers = [PASS_TAG.to_string(), FAIL_TAG.to_string()];
-    let call = AgentCall {
-        run_id: &run_id,
-        runtime: &runtime,
-        run_dir: &run_dir,
-        prompt: &prompt,
-        markers: &markers,
-        budget: remaining,
-    };
-    session.begin(&call)?;
-    eprintln!("validator: {} (run {run_id})", feature.id);
-    let run = session.run_agent(request, call)?;
-    if let End::Interrupted(_) = run.end {
-        // Nothing was decided: the feature stays provisional and is validated on resume.
-        if let Some(attempt) = session.state.attempt_mut(run_id.as_str()) {
-            attempt.record_end(
-                &run,
-                Outcome::Interrupted,
-                time::now(),
-                agent_config.prices.as_ref(),
-            );
-        }
-        session.save()?;
-        return Ok(RoleReport {
-            exit_code: exit_codes::INTERRUPTED,
-            message: format!(
-                "{} validation interrupted; run it again to resume",
-                feature.id
-            ),
-        });
-    }
-    let ended_at = time::now();
-    let output = &run.output;
-    let verdict = decide(
-        run.end,
-        output.marker_counts[0],
-        output.marker_counts[1],
-        output.answer(),
-        agent_config,
+    // Run the agent.
+    session.begin(&attempt, &prompt)?;
+    eprintln!(
+        "validator: {} (run {})",
+        session.state.feature_id, attempt.run_id
     );
-    let first_line = |text: &str| {
-        text.lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .to_string()
-    };
-    let (outcome, message) = match &verdict {
-        Verdict::Pass { reasons } => (
-            Outcome::Verified,
-            format!("{} verified: {}", feature.id, first_line(reasons)),
-        ),
-        Verdict::Fail { reasons } => (
-            Outcome::Rejected,
-            format!("{} rejected: {}", feature.id, first_line(reasons)),
-        ),
-    };
-    let message = message.trim_end_matches([' ', ':']).to_string();
-    memory::append_raw(
-        state_dir,
-        &memory::entries_with_outcome(
-            &output.entries,
-            ended_at,
-            Role::Validator,
-            &feature.id,
-            &message,
-        ),
-    )
-    .context("cannot append to raw.md")?;
+    let markers = [PASS_TAG.to_string(), FAIL_TAG.to_string()];
+    let run = session.run(&attempt, &prompt, &markers, &budget)?;
+    let ended_at = time::now();
 
-    let state = &mut session.state;
-    if let Some(attempt) = state.attempt_mut(run_id.as_str()) {
-        attempt.record_end(&run, outcome, ended_at, agent_config.prices.as_ref());
-    }
-    state.updated_at = ended_at;
-    let (exit_code, message) = match &verdict {
-        Verdict::Pass { .. } => {
-            if worktree::land(state, state_dir, ended_at)? {
-                (exit_codes::DONE, message)
-            } else {
-                let reason = state.reason.clone().unwrap_or_default();
-                (
-                    exit_codes::FAILED,
-                    format!("{message}, but it is blocked: {reason}"),
-                )
-            }
-        }
-        Verdict::Fail { reasons } => {
-            let section = format!(
-                "## Validator verdict — fail ({})\n\n{}\n\n",
-                time::format(ended_at),
-                if reasons.is_empty() {
-                    "(no reasons given)"
-                } else {
-                    reasons
-                }
-            );
-            notes::append(state_dir, &feature.id, &section).context("cannot write the notes")?;
-            if state.iteration_count >= state.max_iterations {
-                state.fail(
-                    format!(
-                        "max_iterations ({max}) reached; the validator rejected the last attempt"
-                    ),
-                    ended_at,
-                );
-                (
-                    exit_codes::GUARDRAIL,
-                    format!("{message}; max_iterations ({max}) is reached"),
-                )
-            } else {
-                state.status = Status::Running;
-                (
-                    exit_codes::CONTINUE,
-                    format!("{message}; back to the worker"),
-                )
-            }
-        }
+    // Decide, then transition. An interrupt decides nothing: the feature stays provisional.
+    let output = &run.output;
+    let verdict = match run.end {
+        End::Interrupted(_) => None,
+        end => Some(decide(
+            end,
+            output.marker_counts[0],
+            output.marker_counts[1],
+            output.answer(),
+            attempt.agent(),
+        )),
     };
-    let last = state.attempts.last();
-    invoke::write_result(
-        &run_dir,
-        &ResultRecord {
-            run_id: run_id.as_str(),
-            feature_id: feature.id.as_str(),
-            role: Role::Validator,
-            iteration,
-            started_at: session.started_at,
-            ended_at,
-            duration_ms: run.duration.as_millis(),
-            outcome,
-            exit_code: last.and_then(|a| a.exit_code),
-            verdict: if outcome == Outcome::Verified {
-                "pass"
-            } else {
-                "fail"
-            },
-            reasons: verdict.reasons(),
-            turns: output.usage.turns,
-            tokens: output.usage.total_tokens(),
-            cost_usd: output.usage.cost_usd,
-            output_bytes: output.bytes,
-            memory_entries: output.entries.len(),
-            memory_entries_dropped: output.entries_dropped,
+    let transition = transition(&session.state, verdict.as_ref());
+
+    // Write.
+    let Some(verdict) = verdict else {
+        session.record_end(&attempt, &run, Outcome::Interrupted, ended_at);
+        let report = session.apply(transition, &place.state, ended_at)?;
+        session.save()?;
+        return Ok(report);
+    };
+    let feature = session.state.feature_id.clone();
+    let said = verdict_line(&feature, &verdict);
+    attempt.append_raw(&run, None, Some(&feature), (ended_at, &said))?;
+    if let Verdict::Fail { reasons } = &verdict {
+        notes::append(&place.state, &feature, &rejection_note(reasons, ended_at))
+            .context("cannot write the notes")?;
+    }
+    let outcome = match verdict {
+        Verdict::Pass { .. } => Outcome::Verified,
+        Verdict::Fail { .. } => Outcome::Rejected,
+    };
+    session.record_end(&attempt, &run, outcome, ended_at);
+    let report = session.apply(transition, &place.state, ended_at)?;
+    let last = session.state.attempts.last();
+    attempt.write_result(&ResultRecord {
+        run_id: attempt.run_id.as_str(),
+        feature_id: feature.as_str(),
+        role: Role::Validator,
+        iteration: attempt.iteration,
+        started_at: attempt.started_at,
+        ended_at,
+        duration_ms: run.duration.as_millis(),
+        outcome,
+        exit_code: last.and_then(|a| a.exit_code),
+        verdict: if outcome == Outcome::Verified {
+            "pass"
+        } else {
+            "fail"
         },
-    )?;
+        reasons: verdict.reasons(),
+        turns: output.usage.turns,
+        tokens: output.usage.total_tokens(),
+        cost_usd: output.usage.cost_usd,
+        output_bytes: output.bytes,
+        memory_entries: output.entries.len(),
+        memory_entries_dropped: output.entries_dropped,
+    })?;
     session.save()?;
-    if session.state.status == Status::Done {
-        notes::remove(state_dir, &feature.id).context("cannot remove the notes")?;
+    session.remove_notes_if_done(&place.state)?;
+    if session.config().auto_curate {
+        auto_curate(place, session.config());
     }
-    if config.auto_curate {
-        auto_curate(request, &config);
-    }
-    Ok(RoleReport { exit_code, message })
+    Ok(report)
+}
+
+/// The notes' section of a rejection: the validator's reasons, for the worker's next attempt.
+fn rejection_note(reasons: &str, time: Timestamp) -> String {
+    format!(
+        "## Validator verdict — fail ({})\n\n{}\n\n",
+        time::format(time),
+        if reasons.is_empty() {
+            "(no reasons given)"
+        } else {
+            reasons
+        }
+    )
 }
 
 #[cfg(test)]

@@ -1,20 +1,22 @@
-//! The Ralph loop (seed 001), one step at a time: each worker invocation runs one fresh agent
-//! process on one feature, decides with [`on_agent_stop`], and records everything on disk, so
-//! run.sh can loop, be killed, and resume from the state alone.
+//! The worker: the Ralph loop (seed 001) on one feature. Each iteration runs one fresh agent
+//! process on the assembled prompt and records everything on disk, so run.sh can loop, be killed,
+//! and resume from the state alone. One iteration reads top to bottom in [`iterate`]: build the
+//! prompt → run the agent → decide ([`on_agent_stop`], [`apply_streaks`]) → transition
+//! ([`transition`], pure) → write. [`run_worker_loop`] runs iterations in turn in one process.
 
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::agent::End;
+use crate::agent::{AgentRun, End};
 use crate::base::error::InputError;
 use crate::base::exit_codes;
 use crate::base::git;
+use crate::base::signals;
 use crate::base::time::{self, Timestamp};
-use crate::mission::worktree;
-use crate::roles::invoke;
+use crate::roles::attempt::{Attempt, Change, FeatureRequest, RoleReport, Session, Transition};
+use crate::roles::inputs::InputMemo;
 use crate::roles::prompt::{completion_tag, WorkerPrompt};
-use crate::roles::session::{self, AgentCall, FeatureRequest};
-use crate::spec::config::AgentConfig;
+use crate::spec::config::Config;
 use crate::spec::layout::RunId;
 use crate::spec::role::Role;
 use crate::state::budget;
@@ -75,6 +77,26 @@ pub struct Streaks {
     pub unchanged_in_a_row: u32,
 }
 
+impl Streaks {
+    /// The streaks this attempt ends, given the attempts before it in `state`.
+    fn of(state: &RunState, seen: &Seen, rate_limited: bool) -> Self {
+        let earlier = || state.attempts.iter().rev().skip(1);
+        let limited_before = earlier()
+            .take_while(|a| a.role == Role::Worker && a.outcome == Outcome::RateLimited)
+            .count() as u32;
+        let unchanged_before = earlier()
+            .filter(|a| a.role == Role::Worker)
+            .take_while(|a| a.tree_changed == Some(false) && !a.promise_found)
+            .count() as u32;
+        let unchanged = seen.tree_changed == Some(false) && !seen.promise_found;
+        Streaks {
+            rate_limited,
+            limited_in_a_row: 1 + limited_before,
+            unchanged_in_a_row: if unchanged { 1 + unchanged_before } else { 0 },
+        }
+    }
+}
+
 /// Refines [`on_agent_stop`] with the guardrails over several attempts: a rate limit is waited
 /// out (up to `max_waits` times in a row) instead of burning an iteration, and `stall_after`
 /// iterations in a row that changed nothing stop the feature as stalled (0: never).
@@ -94,17 +116,160 @@ pub fn apply_streaks(
     }
 }
 
-/// How the attempt is recorded, from how the agent ended.
-pub fn outcome_of(end: End, promise_found: bool) -> Outcome {
-    match end {
-        _ if end.is_clean() && promise_found => Outcome::Completed,
-        End::Exited(0) | End::Lingered => Outcome::NoPromise,
-        End::Exited(_) => Outcome::AgentError,
-        End::Signaled(_) => Outcome::Crashed,
-        End::TimedOut | End::IdleTimedOut => Outcome::TimedOut,
-        End::Handoff(_) => Outcome::Handoff,
-        End::OverBudget(_) | End::OverCost(_) | End::OutOfTime => Outcome::OverBudget,
-        End::Interrupted(_) => Outcome::Interrupted,
+/// What an attempt did that the agent's own output does not say: the promise in its answer,
+/// and what it changed in the working tree (`None` without git).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    promise_found: bool,
+    commits: Option<u64>,
+    tree_changed: Option<bool>,
+}
+
+/// The worker's decision on one attempt, with what it rests on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    /// What happens next.
+    pub decision: Decision,
+    /// How the attempt is recorded.
+    pub outcome: Outcome,
+    /// How the agent ended, in words.
+    pub ended: String,
+    /// The guardrails across attempts.
+    pub streaks: Streaks,
+}
+
+/// Decides on the attempt that just ended, as `run` and `seen` tell it, over the attempts in
+/// `state` (this one begun, not yet ended).
+fn judge(state: &RunState, run: &AgentRun, seen: &Seen, config: &Config) -> Judgement {
+    let streaks = Streaks::of(state, seen, run.output.rate_limited.is_some());
+    let decision = apply_streaks(
+        on_agent_stop(
+            run.end,
+            seen.promise_found,
+            state.iteration_count,
+            state.max_iterations,
+        ),
+        streaks,
+        config.rate_limit.max_waits,
+        config.stall_iterations,
+    );
+    let outcome = match decision {
+        Decision::WaitForLimit => Outcome::RateLimited,
+        _ => run.end.outcome(seen.promise_found),
+    };
+    let ended = run.end.describe(outcome, config.agent_for(Role::Worker));
+    Judgement {
+        decision,
+        outcome,
+        ended,
+        streaks,
+    }
+}
+
+/// What `judgement` does to the feature on iteration `state.iteration_count`: its status, the
+/// message and the exit code. `interrupted`: an interrupt came after the agent ended, which
+/// stops the loop all the same.
+pub fn transition(
+    state: &RunState,
+    judgement: &Judgement,
+    config: &Config,
+    interrupted: bool,
+) -> Transition {
+    let id = &state.feature_id;
+    let (iteration, max) = (state.iteration_count, state.max_iterations);
+    let ended = &judgement.ended;
+    let unchanged = judgement.streaks.unchanged_in_a_row;
+    match judgement.decision {
+        Decision::Complete if config.validate => Transition::new(
+            Change::To(Status::Provisional),
+            exit_codes::PROVISIONAL,
+            format!("{id} iteration {iteration}/{max} delivered the promise; the validator checks it next"),
+        ),
+        Decision::Complete => Transition::new(
+            Change::Land,
+            exit_codes::DONE,
+            format!("{id} done on iteration {iteration}/{max}"),
+        ),
+        Decision::Restart => {
+            let message = format!("{id} iteration {iteration}/{max}: {ended}; {} left", max - iteration);
+            if interrupted {
+                Transition::new(Change::To(Status::Pending), exit_codes::INTERRUPTED, message)
+            } else {
+                Transition::new(Change::To(Status::Running), exit_codes::CONTINUE, message)
+            }
+        }
+        Decision::GiveUp => Transition::new(
+            Change::Fail(format!("max_iterations ({max}) reached without completion")),
+            exit_codes::GUARDRAIL,
+            format!("{id} failed: iteration {iteration}/{max}: {ended}, and max_iterations is reached"),
+        ),
+        Decision::Halt => Transition::new(
+            Change::To(Status::Pending),
+            exit_codes::INTERRUPTED,
+            format!("{id} iteration {iteration}/{max} {ended}; run it again to resume"),
+        ),
+        Decision::OverBudget => Transition::new(
+            Change::Pause(ended.clone()),
+            exit_codes::GUARDRAIL,
+            format!("{id} iteration {iteration}/{max} {ended}; raise the budget in config.yaml to go on"),
+        ),
+        Decision::Stalled => Transition::new(
+            Change::Fail(format!(
+                "stalled: {unchanged} iterations in a row changed nothing in the working tree"
+            )),
+            exit_codes::GUARDRAIL,
+            format!("{id} stalled: {unchanged} iterations in a row changed nothing in the working tree; re-break it with `./run.sh replan {id}`"),
+        ),
+        Decision::WaitForLimit => Transition::new(
+            Change::Retry,
+            exit_codes::CONTINUE,
+            format!(
+                "{id} iteration {iteration}/{max} hit a rate or usage limit; waiting {} s before trying again (wait {} of {}; not counted as an iteration)",
+                config.rate_limit.wait_secs, judgement.streaks.limited_in_a_row, config.rate_limit.max_waits
+            ),
+        ),
+    }
+}
+
+/// Before an iteration: a feature that is finished, failed or out of iterations does not start.
+fn before_iteration(state: &RunState) -> Option<Transition> {
+    let id = &state.feature_id;
+    match state.status {
+        Status::Done => Some(Transition::new(
+            Change::Keep,
+            exit_codes::DONE,
+            format!("{id} is already done"),
+        )),
+        Status::Provisional => Some(Transition::new(
+            Change::Keep,
+            exit_codes::PROVISIONAL,
+            format!("{id} is provisional: it waits for the validator"),
+        )),
+        Status::Blocked => Some(Transition::new(
+            Change::Keep,
+            exit_codes::FAILED,
+            format!(
+                "{id} is blocked: {}",
+                state.reason.as_deref().unwrap_or("no reason recorded")
+            ),
+        )),
+        _ if state.iteration_count >= state.max_iterations => {
+            let max = state.max_iterations;
+            let change = if state.status == Status::Failed {
+                Change::Keep
+            } else {
+                Change::Fail(format!("max_iterations ({max}) reached without completion"))
+            };
+            Some(Transition::new(
+                change,
+                exit_codes::GUARDRAIL,
+                format!(
+                    "{id} has used all {max} of its iterations\nhint: continue with `./run.sh {id} --max-iterations {}`",
+                    max + 5
+                ),
+            ))
+        }
+        _ => None,
     }
 }
 
@@ -117,47 +282,6 @@ pub struct WorkerRequest {
     pub max_iterations: Option<u32>,
 }
 
-/// What a role invocation ended with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RoleReport {
-    /// The exit code (see [`crate::base::exit_codes`]).
-    pub exit_code: u8,
-    /// One line for the user.
-    pub message: String,
-}
-
-/// The result.json of one worker invocation.
-#[derive(Debug, Serialize)]
-struct ResultRecord<'a> {
-    run_id: &'a str,
-    feature_id: &'a str,
-    role: Role,
-    iteration: u32,
-    max_iterations: u32,
-    started_at: Timestamp,
-    ended_at: Timestamp,
-    duration_ms: u128,
-    outcome: Outcome,
-    exit_code: Option<i32>,
-    signal: Option<i32>,
-    promise_found: bool,
-    decision: Decision,
-    turns: Option<u64>,
-    commits: Option<u64>,
-    tokens: Option<u64>,
-    cost_usd: Option<f64>,
-    output_bytes: u64,
-    memory_entries: usize,
-    memory_entries_dropped: usize,
-    log_error: Option<&'a str>,
-    /// Whether the attempt changed the working tree (commits, files); `None` without git.
-    tree_changed: Option<bool>,
-    /// The normalised usage record.
-    usage: Option<&'a UsageRecord>,
-    /// The worker's own peak memory, so a flood test can check it stayed bounded.
-    worker_peak_rss_kb: Option<u64>,
-}
-
 /// What one iteration leaves to the next when one worker process runs them in turn
 /// ([`run_worker_loop`]): what is still true of the disk, and the open session. The inputs are
 /// re-read every iteration and parsed again when their bytes changed, the run states' spending
@@ -168,11 +292,11 @@ struct ResultRecord<'a> {
 /// attempt's end is written together with the next attempt's start.
 #[derive(Debug, Default)]
 pub struct Carry {
-    inputs: session::InputMemo,
+    inputs: InputMemo,
     spent: budget::SpentMemo,
     tree: Option<git::Tree>,
     run_id: Option<RunId>,
-    session: Option<session::Session>,
+    session: Option<Session>,
 }
 
 /// Runs one iteration of the Ralph loop on the requested feature.
@@ -210,13 +334,13 @@ pub fn run_worker_loop(request: &WorkerRequest) -> anyhow::Result<RoleReport> {
             };
             return finish(&mut carry, Ok(report));
         }
-        if let Some(signal) = crate::base::signals::received() {
+        if let Some(signal) = signals::received() {
             let report = RoleReport {
                 exit_code: exit_codes::INTERRUPTED,
                 message: format!(
                     "{} interrupted by {}",
                     request.feature.feature,
-                    crate::base::signals::name(signal)
+                    signals::name(signal)
                 ),
             };
             return finish(&mut carry, Ok(report));
@@ -231,7 +355,7 @@ pub fn run_worker_loop(request: &WorkerRequest) -> anyhow::Result<RoleReport> {
 /// ends with "continue" leaves its end to be written with the next attempt's start, its session
 /// kept in `carry`; any other ending writes it.
 fn run_iteration(request: &WorkerRequest, carry: &mut Carry) -> anyhow::Result<RoleReport> {
-    let opened = session::open_or_resume(
+    let opened = Session::open_or_resume(
         &mut carry.session,
         &mut carry.inputs,
         &request.feature,
@@ -267,400 +391,291 @@ fn finish(carry: &mut Carry, result: anyhow::Result<RoleReport>) -> anyhow::Resu
     }
 }
 
-/// The iteration itself, on the open `session`: prompt, agent, decision, records.
+/// One iteration on the open `session`: build the prompt → run the agent → decide → transition
+/// → write.
 fn iterate(
     request: &WorkerRequest,
-    session: &mut session::Session,
+    session: &mut Session,
     carry: &mut Carry,
 ) -> anyhow::Result<RoleReport> {
-    let feature_request = &request.feature;
-    let state_dir = &feature_request.state;
-    let started_at = session.started_at;
+    let place = &request.feature.place;
     if let Some(max_iterations) = request.max_iterations {
         if max_iterations == 0 {
             return Err(InputError::new("--max-iterations must be at least 1").into());
         }
-        session.state.set_max_iterations(max_iterations, started_at);
+        session
+            .state
+            .set_max_iterations(max_iterations, session.started_at);
     }
-    if let Some(report) = refuse_to_start(&mut session.state, started_at) {
-        session.save_if_changed()?;
-        if session.state.status == Status::Done {
-            // What a validator killed after its verdict left (see schedule::remove_notes_of_done).
-            notes::remove(state_dir, &feature_request.feature)
-                .context("cannot remove the notes")?;
+    if let Some(stop) = before_iteration(&session.state) {
+        return session.stop(stop, &place.state);
+    }
+    let budget = match session.budget_left(&place.state, &mut carry.spent) {
+        Ok(budget) => budget,
+        Err(exceeded) => {
+            let stop = Transition::over_budget(
+                &session.state.feature_id,
+                &exceeded,
+                &place.state.config(),
+            );
+            return session.stop(stop, &place.state);
         }
-        return Ok(report);
-    }
-    let remaining = match session.budget_left(state_dir, &mut carry.spent)? {
-        Ok(remaining) => remaining,
-        Err(report) => return Ok(report),
     };
 
-    let feature = session.inputs.feature.clone();
-    let config = session.inputs.config.clone();
-    let agent_config = config.agent_for(Role::Worker);
-    let run_id = session.run_id(feature_request, carry.run_id.as_ref());
-    carry.run_id = Some(run_id.clone());
-    let iteration = session.state.iteration_count + 1;
-    let layers = session.layers(feature_request)?;
-    let runtime = session.runtime(feature_request, &run_id);
+    // Build the prompt.
+    let attempt = session.attempt(&request.feature, carry.run_id.as_ref());
+    carry.run_id = Some(attempt.run_id.clone());
+    let layers = session.layers(place)?;
     let prompt = WorkerPrompt {
-        runtime: &runtime,
+        runtime: &attempt.runtime,
         role: &session.role_prompt,
         identity: layers.identity.as_deref(),
-        feature: &feature,
-        iteration,
-        max_iterations: session.state.max_iterations,
-        promise: &session.state.completion_promise,
+        feature: &session.inputs.feature,
+        iteration: attempt.iteration,
+        max_iterations: attempt.max_iterations,
+        promise: &attempt.promise,
         notes: layers.notes.as_deref(),
         summary: layers.summary.as_deref(),
     }
     .render();
 
-    let run_dir = state_dir.run_dir(&feature.id, &run_id);
-    let markers = [completion_tag(&session.state.completion_promise)];
-    let call = AgentCall {
-        run_id: &run_id,
-        runtime: &runtime,
-        run_dir: &run_dir,
-        prompt: &prompt,
-        markers: &markers,
-        budget: remaining,
-    };
-    session.begin(&call)?;
+    // Run the agent.
+    session.begin(&attempt, &prompt)?;
     eprintln!(
-        "worker: {} iteration {iteration}/{} (run {run_id})",
-        feature.id, session.state.max_iterations
+        "worker: {} iteration {}/{} (run {})",
+        session.state.feature_id, attempt.iteration, attempt.max_iterations, attempt.run_id
     );
-    let tree_before = carry
+    let before = carry
         .tree
         .take()
-        .unwrap_or_else(|| git::observe(&feature_request.workdir));
-    let run = session.run_agent(feature_request, call)?;
-    let tree_after = git::observe(&feature_request.workdir);
-    // Without a repository before, commits and changes are unknown whatever happened since.
-    let commits = git::new_commits_between(
-        &feature_request.workdir,
-        &tree_before.head,
-        &tree_after.head,
-    );
-    let tree_changed = tree_before
-        .fingerprint
-        .zip(tree_after.fingerprint)
-        .map(|(before, after)| before != after);
+        .unwrap_or_else(|| git::observe(&place.workdir));
+    let markers = [completion_tag(&attempt.promise)];
+    let run = session.run(&attempt, &prompt, &markers, &budget)?;
+    let after = git::observe(&place.workdir);
     let ended_at = time::now();
-
-    let output = &run.output;
-    let promise_found = output.found(0);
-    let outcome = outcome_of(run.end, promise_found);
-    let state = &mut session.state;
-    let streaks = Streaks {
-        rate_limited: output.rate_limited.is_some(),
-        limited_in_a_row: 1 + state
-            .attempts
-            .iter()
-            .rev()
-            .skip(1)
-            .take_while(|a| a.role == Role::Worker && a.outcome == Outcome::RateLimited)
-            .count() as u32,
-        unchanged_in_a_row: if tree_changed == Some(false) && !promise_found {
-            1 + state
-                .attempts
-                .iter()
-                .rev()
-                .skip(1)
-                .filter(|a| a.role == Role::Worker)
-                .take_while(|a| a.tree_changed == Some(false) && !a.promise_found)
-                .count() as u32
-        } else {
-            0
-        },
+    let seen = Seen {
+        promise_found: run.output.found(0),
+        // Without a repository before, commits and changes are unknown whatever happened since.
+        commits: git::new_commits_between(&place.workdir, &before.head, &after.head),
+        tree_changed: before
+            .fingerprint
+            .zip(after.fingerprint)
+            .map(|(before, after)| before != after),
     };
-    let decision = apply_streaks(
-        on_agent_stop(
-            run.end,
-            promise_found,
-            state.iteration_count,
-            state.max_iterations,
-        ),
-        streaks,
-        config.rate_limit.max_waits,
-        config.stall_iterations,
+
+    // Decide, then transition.
+    let judgement = judge(&session.state, &run, &seen, session.config());
+    let transition = transition(
+        &session.state,
+        &judgement,
+        session.config(),
+        signals::received().is_some(),
     );
-    let outcome = if decision == Decision::WaitForLimit {
-        Outcome::RateLimited
-    } else {
-        outcome
-    };
-    let outcome_text = describe_end(run.end, outcome, agent_config);
-    let max = state.max_iterations;
-    let message = match decision {
-        Decision::Complete if config.validate => format!(
-            "{} iteration {iteration}/{max} delivered the promise; the validator checks it next",
-            feature.id
-        ),
-        Decision::Complete => format!("{} done on iteration {iteration}/{max}", feature.id),
-        Decision::Restart => format!(
-            "{} iteration {iteration}/{max}: {outcome_text}; {} left",
-            feature.id,
-            max - iteration
-        ),
-        Decision::GiveUp => format!(
-            "{} failed: iteration {iteration}/{max}: {outcome_text}, and max_iterations is reached",
-            feature.id
-        ),
-        Decision::Halt => format!(
-            "{} iteration {iteration}/{max} {outcome_text}; run it again to resume",
-            feature.id
-        ),
-        Decision::OverBudget => format!(
-            "{} iteration {iteration}/{max} {outcome_text}; raise the budget in config.yaml to go on",
-            feature.id
-        ),
-        Decision::Stalled => format!(
-            "{} stalled: {} iterations in a row changed nothing in the working tree; re-break it with `./run.sh replan {}`",
-            feature.id, streaks.unchanged_in_a_row, feature.id
-        ),
-        Decision::WaitForLimit => format!(
-            "{} iteration {iteration}/{max} hit a rate or usage limit; waiting {} s before trying again (wait {} of {}; not counted as an iteration)",
-            feature.id, config.rate_limit.wait_secs, streaks.limited_in_a_row, config.rate_limit.max_waits
-        ),
-    };
-    let outcome_text = match decision {
-        Decision::Stalled => format!("{outcome_text}\nStalled: {message}"),
-        Decision::WaitForLimit => format!(
-            "{outcome_text}: {}",
-            output.rate_limited.as_deref().unwrap_or("")
-        ),
-        _ => outcome_text,
-    };
 
-    let mut entries = output.entries.clone();
-    if decision == Decision::Stalled {
-        // Said as a failure mode, so that the curator and the planner see it.
-        entries.push((Tag::Fail, memory::one_line(&message)));
+    // Write.
+    let record = Record {
+        attempt: &attempt,
+        run: &run,
+        seen,
+        judgement: &judgement,
+        ended_at,
+    };
+    let report = write(session, place, &record, transition)?;
+    // After a wait for a rate limit, anyone may have changed the tree: it is looked at again.
+    if judgement.decision != Decision::WaitForLimit {
+        carry.tree = Some(after);
+        return Ok(report);
     }
-    memory::append_raw(
-        state_dir,
-        &memory::entries_with_outcome(&entries, ended_at, Role::Worker, &feature.id, &message),
-    )
-    .context("cannot append to raw.md")?;
+    wait_for_limit(report, &session.state.feature_id, session.config())
+}
 
+/// What is written of one attempt.
+struct Record<'a> {
+    attempt: &'a Attempt,
+    run: &'a AgentRun,
+    seen: Seen,
+    judgement: &'a Judgement,
+    ended_at: Timestamp,
+}
+
+/// Writes what the attempt `record` and its `transition` leave: raw.md's lines, the notes'
+/// section, the attempt's end and the transition in the run state, result.json, then the run
+/// state itself (or, when the loop goes on, with the next attempt's start).
+fn write(
+    session: &mut Session,
+    place: &crate::roles::attempt::Place,
+    record: &Record,
+    transition: Transition,
+) -> anyhow::Result<RoleReport> {
+    let Record {
+        attempt,
+        run,
+        seen,
+        judgement,
+        ended_at,
+    } = *record;
+    let state_dir = &place.state;
+    let feature = session.state.feature_id.clone();
+    let message = &transition.message;
+    // Said as a failure mode, so that the curator and the planner see it.
+    let stalled =
+        (judgement.decision == Decision::Stalled).then(|| (Tag::Fail, memory::one_line(message)));
+    attempt.append_raw(run, stalled, Some(&feature), (ended_at, message))?;
     let note = AttemptNote {
-        attempt: iteration,
+        attempt: attempt.iteration,
         role: Role::Worker,
         time: ended_at,
-        turns: output.usage.turns,
-        commits,
-        outcome: &outcome_text,
-        output: &output.tail,
+        turns: run.output.usage.turns,
+        commits: seen.commits,
+        outcome: &note_outcome(judgement, message, run),
+        output: &run.output.tail,
     }
     .render();
-    notes::append(state_dir, &feature.id, &note).context("cannot write the notes")?;
+    notes::append(state_dir, &feature, &note).context("cannot write the notes")?;
 
-    if let Some(attempt) = state.attempt_mut(run_id.as_str()) {
-        attempt.record_end(&run, outcome, ended_at, agent_config.prices.as_ref());
-        attempt.promise_found = promise_found;
-        attempt.commits = commits;
-        attempt.tree_changed = tree_changed;
+    session.record_end(attempt, run, judgement.outcome, ended_at);
+    if let Some(ended) = session.state.attempt_mut(attempt.run_id.as_str()) {
+        ended.promise_found = seen.promise_found;
+        ended.commits = seen.commits;
+        ended.tree_changed = seen.tree_changed;
     }
-    state.updated_at = ended_at;
-    let exit_code = match decision {
-        Decision::Complete if config.validate => {
-            state.status = Status::Provisional;
-            exit_codes::PROVISIONAL
-        }
-        Decision::Complete => {
-            if worktree::land(state, state_dir, ended_at)? {
-                exit_codes::DONE
-            } else {
-                exit_codes::FAILED
-            }
-        }
-        // Ctrl-C that came after the agent ended still stops the loop (the state is whole).
-        Decision::Restart if crate::base::signals::received().is_some() => {
-            state.status = Status::Pending;
-            exit_codes::INTERRUPTED
-        }
-        Decision::Restart => {
-            state.status = Status::Running;
-            exit_codes::CONTINUE
-        }
-        Decision::GiveUp => {
-            state.fail(
-                format!("max_iterations ({max}) reached without completion"),
-                ended_at,
-            );
-            exit_codes::GUARDRAIL
-        }
-        Decision::Halt => {
-            state.status = Status::Pending;
-            exit_codes::INTERRUPTED
-        }
-        Decision::OverBudget => {
-            state.status = Status::Pending;
-            state.reason = Some(outcome_text.clone());
-            exit_codes::GUARDRAIL
-        }
-        Decision::Stalled => {
-            state.fail(
-                format!(
-                    "stalled: {} iterations in a row changed nothing in the working tree",
-                    streaks.unchanged_in_a_row
-                ),
-                ended_at,
-            );
-            exit_codes::GUARDRAIL
-        }
-        Decision::WaitForLimit => {
-            // Not an iteration: the next one gets this number again.
-            state.iteration_count -= 1;
-            state.status = Status::Pending;
-            exit_codes::CONTINUE
-        }
-    };
-
-    let last = state.attempts.last();
-    invoke::write_result(
-        &run_dir,
-        &ResultRecord {
-            run_id: run_id.as_str(),
-            feature_id: feature.id.as_str(),
-            role: Role::Worker,
-            iteration,
-            max_iterations: max,
-            started_at,
-            ended_at,
-            duration_ms: run.duration.as_millis(),
-            outcome,
-            exit_code: last.and_then(|a| a.exit_code),
-            signal: last.and_then(|a| a.signal),
-            promise_found,
-            decision,
-            turns: output.usage.turns,
-            commits,
-            tokens: output.usage.total_tokens(),
-            cost_usd: output.usage.cost_usd,
-            output_bytes: output.bytes,
-            memory_entries: output.entries.len(),
-            memory_entries_dropped: output.entries_dropped,
-            log_error: run.log_error.as_deref(),
-            tree_changed,
-            usage: last.and_then(|a| a.usage.as_ref()),
-            worker_peak_rss_kb: invoke::peak_rss_kb(),
-        },
-    )?;
-    if decision == Decision::Restart && exit_code == exit_codes::CONTINUE {
+    let goes_on = transition.change == Change::To(Status::Running);
+    let report = session.apply(transition, state_dir, ended_at)?;
+    attempt.write_result(&result_record(&session.state, record))?;
+    if goes_on {
         // Written with the next attempt's start, or when the loop ends: one write, not two.
         session.pending = true;
     } else {
         session.save()?;
     }
-    if session.state.status == Status::Done {
-        notes::remove(state_dir, &feature.id).context("cannot remove the notes")?;
-    }
+    session.remove_notes_if_done(state_dir)?;
     if let Some(error) = &run.log_error {
         eprintln!("worker: warning: {error}");
     }
-    // After a wait for a rate limit, anyone may have changed the tree: it is looked at again.
-    if decision != Decision::WaitForLimit {
-        carry.tree = Some(tree_after);
-    }
-    if decision == Decision::WaitForLimit {
-        eprintln!("worker: {message}");
-        if let Some(signal) =
-            crate::base::signals::sleep(std::time::Duration::from_secs(config.rate_limit.wait_secs))
-        {
-            return Ok(RoleReport {
-                exit_code: exit_codes::INTERRUPTED,
-                message: format!(
-                    "{} interrupted by {} while waiting",
-                    feature.id,
-                    crate::base::signals::name(signal)
-                ),
-            });
-        }
-    }
-    Ok(RoleReport { exit_code, message })
+    Ok(report)
 }
 
-/// Before an iteration: a feature that is finished, failed or out of iterations does not start.
-fn refuse_to_start(state: &mut RunState, now: Timestamp) -> Option<RoleReport> {
-    let id = state.feature_id.clone();
-    let report = |exit_code, message: String| Some(RoleReport { exit_code, message });
-    match state.status {
-        Status::Done => report(exit_codes::DONE, format!("{id} is already done")),
-        Status::Provisional => report(
-            exit_codes::PROVISIONAL,
-            format!("{id} is provisional: it waits for the validator"),
+/// How the attempt ended, as the notes say it: in words, with why it stalled, or what the
+/// agent said of its rate limit.
+fn note_outcome(judgement: &Judgement, message: &str, run: &AgentRun) -> String {
+    let ended = &judgement.ended;
+    match judgement.decision {
+        Decision::Stalled => format!("{ended}\nStalled: {message}"),
+        Decision::WaitForLimit => format!(
+            "{ended}: {}",
+            run.output.rate_limited.as_deref().unwrap_or("")
         ),
-        Status::Blocked => report(
-            exit_codes::FAILED,
-            format!(
-                "{id} is blocked: {}",
-                state
-                    .reason
-                    .clone()
-                    .unwrap_or_else(|| "no reason recorded".into())
+        _ => ended.clone(),
+    }
+}
+
+/// A rate limit: `report` (go on) once the configured wait is over, or the interrupt that
+/// came during it.
+fn wait_for_limit(
+    report: RoleReport,
+    feature: &crate::spec::features::FeatureId,
+    config: &Config,
+) -> anyhow::Result<RoleReport> {
+    eprintln!("worker: {}", report.message);
+    let wait = std::time::Duration::from_secs(config.rate_limit.wait_secs);
+    match signals::sleep(wait) {
+        Some(signal) => Ok(RoleReport {
+            exit_code: exit_codes::INTERRUPTED,
+            message: format!(
+                "{feature} interrupted by {} while waiting",
+                signals::name(signal)
             ),
-        ),
-        _ if state.iteration_count >= state.max_iterations => {
-            if state.status != Status::Failed {
-                let reason = format!(
-                    "max_iterations ({}) reached without completion",
-                    state.max_iterations
-                );
-                state.fail(reason, now);
-            }
-            report(
-                exit_codes::GUARDRAIL,
-                format!(
-                    "{id} has used all {} of its iterations\nhint: continue with `./run.sh {id} --max-iterations {}`",
-                    state.max_iterations,
-                    state.max_iterations + 5
-                ),
-            )
-        }
-        _ => None,
+        }),
+        None => Ok(report),
     }
 }
 
-/// How the agent ended, in words for notes and raw.md.
-pub fn describe_end(end: End, outcome: Outcome, agent: &AgentConfig) -> String {
-    match end {
-        End::Exited(0) => outcome.describe().to_string(),
-        End::Exited(code) => format!("agent exited with code {code}"),
-        End::Signaled(signal) => format!("agent crashed ({})", crate::base::signals::name(signal)),
-        End::TimedOut => format!(
-            "agent timed out after {} s and was stopped",
-            agent.timeout_secs
-        ),
-        End::IdleTimedOut => format!(
-            "agent printed nothing for {} s and was stopped",
-            agent.idle_timeout_secs.unwrap_or(0)
-        ),
-        End::Lingered => format!(
-            "{}; the agent did not exit within {} s of its final answer and was stopped",
-            outcome.describe(),
-            agent.result_grace_secs
-        ),
-        End::Handoff(tokens) => format!(
-            "handoff: context — {tokens} tokens passed {:.0}% of the {}-token window; a fresh agent continues",
-            agent.handoff_threshold * 100.0,
-            agent.context_window.unwrap_or(0)
-        ),
-        End::OverBudget(tokens) => {
-            format!("stopped after {tokens} tokens: the token budget ran out")
-        }
-        End::OutOfTime => "stopped: the time budget ran out".to_string(),
-        End::OverCost(cents) => format!(
-            "stopped after ${:.2}: the cost budget ran out",
-            cents as f64 / 100.0
-        ),
-        End::Interrupted(signal) => {
-            format!("interrupted by {}", crate::base::signals::name(signal))
-        }
+/// The result.json of one worker invocation.
+#[derive(Debug, Serialize)]
+struct ResultRecord<'a> {
+    run_id: &'a str,
+    feature_id: &'a str,
+    role: Role,
+    iteration: u32,
+    max_iterations: u32,
+    started_at: Timestamp,
+    ended_at: Timestamp,
+    duration_ms: u128,
+    outcome: Outcome,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    promise_found: bool,
+    decision: Decision,
+    turns: Option<u64>,
+    commits: Option<u64>,
+    tokens: Option<u64>,
+    cost_usd: Option<f64>,
+    output_bytes: u64,
+    memory_entries: usize,
+    memory_entries_dropped: usize,
+    log_error: Option<&'a str>,
+    /// Whether the attempt changed the working tree (commits, files); `None` without git.
+    tree_changed: Option<bool>,
+    usage: Option<&'a UsageRecord>,
+    /// The worker's own peak memory, so a flood test can check it stayed bounded.
+    worker_peak_rss_kb: Option<u64>,
+}
+
+/// result.json of `record`, its attempt's end recorded in `state`.
+fn result_record<'a>(state: &'a RunState, record: &'a Record) -> ResultRecord<'a> {
+    let Record {
+        attempt,
+        run,
+        seen,
+        judgement,
+        ended_at,
+    } = *record;
+    let output = &run.output;
+    let last = state.attempts.last();
+    ResultRecord {
+        run_id: attempt.run_id.as_str(),
+        feature_id: state.feature_id.as_str(),
+        role: Role::Worker,
+        iteration: attempt.iteration,
+        max_iterations: attempt.max_iterations,
+        started_at: attempt.started_at,
+        ended_at,
+        duration_ms: run.duration.as_millis(),
+        outcome: judgement.outcome,
+        exit_code: last.and_then(|a| a.exit_code),
+        signal: last.and_then(|a| a.signal),
+        promise_found: seen.promise_found,
+        decision: judgement.decision,
+        turns: output.usage.turns,
+        commits: seen.commits,
+        tokens: output.usage.total_tokens(),
+        cost_usd: output.usage.cost_usd,
+        output_bytes: output.bytes,
+        memory_entries: output.entries.len(),
+        memory_entries_dropped: output.entries_dropped,
+        log_error: run.log_error.as_deref(),
+        tree_changed: seen.tree_changed,
+        usage: last.and_then(|a| a.usage.as_ref()),
+        worker_peak_rss_kb: peak_rss_kb(),
     }
+}
+
+/// This process's peak resident memory, in KiB.
+fn peak_rss_kb() -> Option<u64> {
+    // One system call, where /proc/self/status costs an open, reads and a parse per iteration.
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given, and RUSAGE_SELF is always valid.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: initialised by the successful call above.
+    let max_rss = u64::try_from(unsafe { usage.assume_init() }.ru_maxrss).ok()?;
+    // Kilobytes on Linux, bytes on macOS.
+    Some(if cfg!(target_os = "macos") {
+        max_rss / 1024
+    } else {
+        max_rss
+    })
 }
 
 #[cfg(test)]
@@ -727,29 +742,25 @@ mod tests {
     }
 
     #[test]
-    fn outcomes_follow_the_end() {
-        assert_eq!(outcome_of(End::Exited(0), true), Outcome::Completed);
-        assert_eq!(outcome_of(End::Exited(0), false), Outcome::NoPromise);
-        assert_eq!(outcome_of(End::Exited(3), true), Outcome::AgentError);
-        assert_eq!(outcome_of(End::Signaled(9), false), Outcome::Crashed);
-        assert_eq!(outcome_of(End::TimedOut, false), Outcome::TimedOut);
-        assert_eq!(outcome_of(End::Interrupted(2), false), Outcome::Interrupted);
-    }
-
-    #[test]
     fn a_used_up_feature_does_not_start() {
         let now = time::now();
         let mut state = RunState::new(FeatureId::parse("F-1").unwrap(), 2, "P", now);
-        assert_eq!(refuse_to_start(&mut state, now), None);
+        assert_eq!(before_iteration(&state), None);
         state.iteration_count = 2;
-        let report = refuse_to_start(&mut state, now).unwrap();
-        assert_eq!(report.exit_code, exit_codes::GUARDRAIL);
-        assert_eq!(state.status, Status::Failed);
-        assert!(report.message.contains("--max-iterations 7"));
-        state.status = Status::Done;
+        let stop = before_iteration(&state).unwrap();
+        assert_eq!(stop.exit_code, exit_codes::GUARDRAIL);
         assert_eq!(
-            refuse_to_start(&mut state, now).unwrap().exit_code,
-            exit_codes::DONE
+            stop.change,
+            Change::Fail("max_iterations (2) reached without completion".into())
+        );
+        assert!(stop.message.contains("--max-iterations 7"));
+        state.status = Status::Failed;
+        assert_eq!(before_iteration(&state).unwrap().change, Change::Keep);
+        state.status = Status::Done;
+        let stop = before_iteration(&state).unwrap();
+        assert_eq!(
+            (stop.exit_code, stop.change),
+            (exit_codes::DONE, Change::Keep)
         );
     }
 }

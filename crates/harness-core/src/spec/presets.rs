@@ -6,11 +6,45 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::spec::config::{OutputFormat, PromptVia};
-
 /// The placeholder in an argv that stands for the prompt file's path (for CLIs that take the
 /// prompt as a file argument, such as aider's `--message-file`).
 pub const PROMPT_FILE_PLACEHOLDER: &str = "{prompt_file}";
+
+/// How the prompt is delivered to the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptVia {
+    /// Written to the agent's standard input, which is then closed.
+    #[default]
+    Stdin,
+    /// Appended as the last argument.
+    Arg,
+    /// A file whose path is in `$HARNESS_PROMPT_FILE`.
+    File,
+}
+
+/// The shape of the agent's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputFormat {
+    /// Plain text: all of it is the agent's answer.
+    #[default]
+    Text,
+    /// Claude Code's `--output-format stream-json`: the final `result` event is the answer.
+    ClaudeStreamJson,
+    /// Codex's `exec --json`: the turn's last `agent_message` item is the answer,
+    /// `turn.completed.usage` the tokens (no cost, no turn count).
+    CodexJson,
+    /// Gemini CLI's `--output-format stream-json`: the assistant's text after its last tool call
+    /// is the answer; the `result` event's `stats` the tokens (no cost).
+    GeminiStreamJson,
+    /// opencode's `run --format json`: the text of the last step is the answer; the
+    /// `step_finish` parts' `cost` and `tokens`, summed, the usage.
+    OpencodeJson,
+    /// aider's plain text (`--no-stream --no-pretty`): all of it is the answer; its
+    /// `Tokens: … Cost: …` lines give the usage.
+    Aider,
+}
 
 /// A known agent CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::base::fs;
 use crate::base::locks::Lock;
+use crate::base::text::cut;
 use crate::base::time::{self, Timestamp};
 use crate::spec::features::FeatureId;
 use crate::spec::layout::StateDir;
@@ -200,39 +201,6 @@ pub fn one_line(text: &str) -> String {
         }
     }
     cut(&cleaned, MAX_ENTRY_CHARS)
-}
-
-/// `text` cut to `most` characters, with `…` when cut.
-pub fn cut(text: &str, most: usize) -> String {
-    if text.chars().count() <= most {
-        return text.to_string();
-    }
-    let mut cut: String = text.chars().take(most.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
-}
-
-/// The raw.md lines of one invocation: the entries its agent printed, then the role's own
-/// outcome line (`-`), all stamped `time`.
-pub fn entries_with_outcome(
-    entries: &[(Tag, String)],
-    time: Timestamp,
-    role: Role,
-    feature: &FeatureId,
-    outcome: &str,
-) -> Vec<RawEntry> {
-    entries
-        .iter()
-        .map(|(tag, text)| (*tag, text.clone()))
-        .chain(std::iter::once((Tag::Outcome, one_line(outcome))))
-        .map(|(tag, text)| RawEntry {
-            time,
-            role,
-            feature: Some(feature.clone()),
-            tag,
-            text,
-        })
-        .collect()
 }
 
 /// Appends `entries` to raw.md under its lock, all in one write so that lines from processes

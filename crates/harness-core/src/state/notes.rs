@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::base::atomic::write_atomic;
 use crate::base::fs;
+use crate::base::text::tail_chars;
 use crate::base::time::{self, Timestamp};
 use crate::spec::features::FeatureId;
 use crate::spec::layout::StateDir;
@@ -50,17 +51,6 @@ impl AttemptNote<'_> {
             self.outcome,
             if tail.is_empty() { "(no output)" } else { tail },
         )
-    }
-}
-
-/// The last `count` characters of `text` (on a character boundary).
-pub fn tail_chars(text: &str, count: usize) -> &str {
-    if count == 0 {
-        return "";
-    }
-    match text.char_indices().rev().nth(count - 1) {
-        Some((index, _)) => &text[index..],
-        None => text,
     }
 }
 
@@ -164,9 +154,6 @@ mod tests {
         let section = note(1, &output);
         assert!(!section.contains('a'));
         assert_eq!(section.matches('é').count(), 3000);
-        assert_eq!(tail_chars("héllo", 3), "llo");
-        assert_eq!(tail_chars("hi", 3), "hi");
-        assert_eq!(tail_chars("hi", 0), "");
     }
 
     #[test]

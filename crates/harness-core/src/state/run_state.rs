@@ -1,18 +1,20 @@
 //! The run state of one feature, `runs/<FEATURE>/state.json`: the one place its status lives
 //! (the seed's `runs` table, a file per row). Written atomically; re-read by every invocation.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::agent::{AgentRun, End};
 use crate::base::atomic::write_atomic;
 use crate::base::error::InputError;
 use crate::base::fs;
+use crate::base::locks;
 use crate::base::time::Timestamp;
-use crate::spec::features::FeatureId;
+use crate::spec::features::{FeatureId, FeatureList};
+use crate::spec::layout::StateDir;
 use crate::spec::role::Role;
-use crate::state::usage::{Prices, UsageRecord};
+use crate::state::usage::UsageRecord;
 
 /// Where a feature stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -148,32 +150,17 @@ fn is_zero(count: &usize) -> bool {
     *count == 0
 }
 
-impl Attempt {
-    /// Records how the agent run ended and what it used (`prices` estimate a cost it did not
-    /// report); what its answer means is the role's to record.
-    pub fn record_end(
-        &mut self,
-        run: &AgentRun,
-        outcome: Outcome,
-        ended_at: Timestamp,
-        prices: Option<&Prices>,
-    ) {
-        self.ended_at = Some(ended_at);
-        self.outcome = outcome;
-        (self.exit_code, self.signal) = match run.end {
-            End::Exited(code) => (Some(code), None),
-            End::Signaled(signal) => (None, Some(signal)),
-            _ => (None, None),
-        };
-        let usage = UsageRecord::of(&run.output, prices);
-        self.turns = usage.turns;
-        // An agent stopped before it reported its usage still used at least its context.
-        self.tokens = usage.total_tokens.or(usage.context_tokens);
-        self.cost_usd = usage.cost_usd;
-        self.usage = Some(usage);
-        self.output_bytes = run.output.bytes;
-        self.memory_entries_dropped = run.output.entries_dropped;
-    }
+/// Where a feature works when it has its own worktree (kept in its run state).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Worktree {
+    /// The worktree's directory (the feature's working directory).
+    pub path: PathBuf,
+    /// Its branch, `harness/<FEATURE>`.
+    pub branch: String,
+    /// The project's main working directory, where the branch is merged back.
+    pub main: PathBuf,
+    /// The branch the mission started on, which receives the merge.
+    pub base_branch: String,
 }
 
 /// The run state of one feature.
@@ -198,7 +185,7 @@ pub struct RunState {
     pub reason: Option<String>,
     /// The git worktree the feature works in, when it runs in parallel with others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worktree: Option<crate::mission::worktree::Worktree>,
+    pub worktree: Option<Worktree>,
     /// Every invocation, oldest first.
     #[serde(default)]
     pub attempts: Vec<Attempt>,
@@ -344,6 +331,26 @@ impl RunState {
     pub fn attempt_mut(&mut self, run_id: &str) -> Option<&mut Attempt> {
         self.attempts.iter_mut().rev().find(|a| a.run_id == run_id)
     }
+}
+
+/// The run state of each feature that has one.
+pub type States = BTreeMap<FeatureId, RunState>;
+
+/// Reads the run state of every feature of `features` that has one.
+pub fn load_states(state_dir: &StateDir, features: &FeatureList) -> Result<States, InputError> {
+    let mut states = States::new();
+    for feature in &features.features {
+        if let Some(state) = RunState::load(&state_dir.run_state(&feature.id), &feature.id)? {
+            states.insert(feature.id.clone(), state);
+        }
+    }
+    Ok(states)
+}
+
+/// Whether a process is running the feature now: run.sh's lock or a role's invocation lock is
+/// held.
+pub fn is_being_run(state_dir: &StateDir, id: &FeatureId) -> bool {
+    locks::is_held(&state_dir.feature_lock(id)) || locks::is_held(&state_dir.invocation_lock(id))
 }
 
 #[cfg(test)]

@@ -4,27 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::agent::{OutputSummary, Usage};
-use crate::state::notes;
+use crate::base::text::tail_chars;
+use crate::spec::config::Prices;
 
 /// How much of the final answer the record keeps, in characters.
 pub const ANSWER_CHARS: usize = 2000;
-
-/// Prices in USD per million tokens, for agents that report tokens but no cost.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Prices {
-    /// Input tokens.
-    pub input_per_mtok: f64,
-    /// Output tokens.
-    pub output_per_mtok: f64,
-    /// Tokens written to the cache (default: the input price).
-    #[serde(default)]
-    pub cache_write_per_mtok: Option<f64>,
-    /// Tokens read from the cache (default: a tenth of the input price).
-    #[serde(default)]
-    pub cache_read_per_mtok: Option<f64>,
-}
 
 /// Where a cost comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,63 +22,105 @@ pub enum CostSource {
     Unknown,
 }
 
-/// The usage of one invocation, normalised.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UsageRecord {
-    /// The agent's final answer (its end, at most [`ANSWER_CHARS`] characters).
-    #[serde(default)]
-    pub final_answer: Option<String>,
-    /// Turns, when reported.
+/// Usage of one invocation, as far as the agent reports it (`None`: not reported).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Turns (model round trips).
     #[serde(default)]
     pub turns: Option<u64>,
-    /// Input tokens (not counting the cache).
+    /// Input tokens, not counting cache reads and writes.
     #[serde(default)]
     pub input_tokens: Option<u64>,
     /// Output tokens.
     #[serde(default)]
     pub output_tokens: Option<u64>,
-    /// Tokens written to the cache.
+    /// Input tokens written to the cache.
     #[serde(default)]
     pub cache_creation_tokens: Option<u64>,
-    /// Tokens read from the cache.
+    /// Input tokens read from the cache.
     #[serde(default)]
     pub cache_read_tokens: Option<u64>,
-    /// All of them, when any is known.
+    /// Cost in USD as the agent reports it.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+}
+
+impl Usage {
+    /// Takes every field `newer` knows.
+    pub fn update(&mut self, newer: &Usage) {
+        fn take<T: Copy>(field: &mut Option<T>, newer: Option<T>) {
+            if newer.is_some() {
+                *field = newer;
+            }
+        }
+        take(&mut self.turns, newer.turns);
+        take(&mut self.input_tokens, newer.input_tokens);
+        take(&mut self.output_tokens, newer.output_tokens);
+        take(&mut self.cache_creation_tokens, newer.cache_creation_tokens);
+        take(&mut self.cache_read_tokens, newer.cache_read_tokens);
+        take(&mut self.cost_usd, newer.cost_usd);
+    }
+
+    /// All tokens (input, output and cache), or `None` when none are known.
+    pub fn total_tokens(&self) -> Option<u64> {
+        let known: Vec<u64> = [
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_creation_tokens,
+            self.cache_read_tokens,
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!known.is_empty()).then(|| known.iter().sum())
+    }
+}
+
+/// An invocation's usage as the harness records it (in state.json and result.json): the
+/// agent's own counts, the cost with where it comes from, the context and the final answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageRecord {
+    /// The agent's final answer (its end, at most [`ANSWER_CHARS`] characters).
+    #[serde(default)]
+    pub final_answer: Option<String>,
+    /// Turns and tokens as reported; the cost reported, or estimated (see `cost_source`).
+    #[serde(flatten)]
+    pub usage: Usage,
+    /// All tokens, when any is known.
     #[serde(default)]
     pub total_tokens: Option<u64>,
     /// The largest context seen in the stream.
     #[serde(default)]
     pub context_tokens: Option<u64>,
-    /// Cost in USD; `None` when unknown.
-    #[serde(default)]
-    pub cost_usd: Option<f64>,
     /// Where the cost comes from.
     pub cost_source: CostSource,
 }
 
 impl UsageRecord {
-    /// The record of an invocation's output, with `prices` to estimate a cost it did not report.
-    pub fn of(output: &OutputSummary, prices: Option<&Prices>) -> Self {
-        let usage = &output.usage;
-        let (cost_usd, cost_source) =
-            match (usage.cost_usd, prices.and_then(|p| estimate(usage, p))) {
-                (Some(cost), _) => (Some(cost), CostSource::Reported),
-                (None, Some(cost)) => (Some(cost), CostSource::Estimated),
-                (None, None) => (None, CostSource::Unknown),
-            };
+    /// The record of what an agent `reported`, with `prices` to estimate a cost it did not report.
+    pub fn new(
+        reported: &Usage,
+        final_answer: Option<&str>,
+        context_tokens: Option<u64>,
+        prices: Option<&Prices>,
+    ) -> Self {
+        let (cost_usd, cost_source) = match (
+            reported.cost_usd,
+            prices.and_then(|p| estimate(reported, p)),
+        ) {
+            (Some(cost), _) => (Some(cost), CostSource::Reported),
+            (None, Some(cost)) => (Some(cost), CostSource::Estimated),
+            (None, None) => (None, CostSource::Unknown),
+        };
         Self {
-            final_answer: output
-                .final_answer
-                .as_deref()
-                .map(|answer| notes::tail_chars(answer.trim(), ANSWER_CHARS).to_string()),
-            turns: usage.turns,
-            input_tokens: usage.input_tokens,
-            output_tokens: usage.output_tokens,
-            cache_creation_tokens: usage.cache_creation_tokens,
-            cache_read_tokens: usage.cache_read_tokens,
-            total_tokens: usage.total_tokens(),
-            context_tokens: output.context_tokens,
-            cost_usd,
+            final_answer: final_answer
+                .map(|answer| tail_chars(answer.trim(), ANSWER_CHARS).to_string()),
+            usage: Usage {
+                cost_usd,
+                ..reported.clone()
+            },
+            total_tokens: reported.total_tokens(),
+            context_tokens,
             cost_source,
         }
     }
@@ -124,12 +150,8 @@ pub fn estimate(usage: &Usage, prices: &Prices) -> Option<f64> {
 mod tests {
     use super::*;
 
-    fn output(usage: Usage) -> OutputSummary {
-        OutputSummary {
-            usage,
-            final_answer: Some("done".into()),
-            ..OutputSummary::default()
-        }
+    fn record_of(usage: Usage, prices: Option<&Prices>) -> UsageRecord {
+        UsageRecord::new(&usage, Some("done"), None, prices)
     }
 
     const PRICES: Prices = Prices {
@@ -141,16 +163,16 @@ mod tests {
 
     #[test]
     fn a_reported_cost_wins() {
-        let record = UsageRecord::of(
-            &output(Usage {
+        let record = record_of(
+            Usage {
                 input_tokens: Some(10),
                 cost_usd: Some(0.5),
                 ..Usage::default()
-            }),
+            },
             Some(&PRICES),
         );
         assert_eq!(
-            (record.cost_usd, record.cost_source),
+            (record.usage.cost_usd, record.cost_source),
             (Some(0.5), CostSource::Reported)
         );
         assert_eq!(record.final_answer.as_deref(), Some("done"));
@@ -164,28 +186,28 @@ mod tests {
             cache_read_tokens: Some(1_000_000),
             ..Usage::default()
         };
-        let record = UsageRecord::of(&output(usage), Some(&PRICES));
+        let record = record_of(usage, Some(&PRICES));
         assert_eq!(record.cost_source, CostSource::Estimated);
-        assert!((record.cost_usd.unwrap() - (3.0 + 1.5 + 0.3)).abs() < 1e-9);
+        assert!((record.usage.cost_usd.unwrap() - (3.0 + 1.5 + 0.3)).abs() < 1e-9);
         assert_eq!(record.total_tokens, Some(2_100_000));
     }
 
     #[test]
     fn nothing_known_is_unknown_never_zero() {
-        let record = UsageRecord::of(&output(Usage::default()), Some(&PRICES));
+        let record = record_of(Usage::default(), Some(&PRICES));
         assert_eq!(
-            (record.cost_usd, record.cost_source),
+            (record.usage.cost_usd, record.cost_source),
             (None, CostSource::Unknown)
         );
-        let record = UsageRecord::of(
-            &output(Usage {
+        let record = record_of(
+            Usage {
                 output_tokens: Some(5),
                 ..Usage::default()
-            }),
+            },
             None,
         );
         assert_eq!(
-            (record.cost_usd, record.cost_source),
+            (record.usage.cost_usd, record.cost_source),
             (None, CostSource::Unknown)
         );
         assert_eq!(record.total_tokens, Some(5));

@@ -9,9 +9,8 @@ mod gemini;
 mod opencode;
 mod text;
 
-use serde::{Deserialize, Serialize};
-
 use crate::spec::config::OutputFormat;
+pub use crate::state::usage::Usage;
 
 /// What one line of an agent's output means to the harness.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,60 +33,6 @@ pub enum Event {
     Action(String),
     /// The agent says it hit a rate or usage limit (the text it printed).
     RateLimited(String),
-}
-
-/// Usage of one invocation, as far as the agent reports it (`None`: not reported).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Turns (model round trips).
-    #[serde(default)]
-    pub turns: Option<u64>,
-    /// Input tokens, not counting cache reads and writes.
-    #[serde(default)]
-    pub input_tokens: Option<u64>,
-    /// Output tokens.
-    #[serde(default)]
-    pub output_tokens: Option<u64>,
-    /// Input tokens written to the cache.
-    #[serde(default)]
-    pub cache_creation_tokens: Option<u64>,
-    /// Input tokens read from the cache.
-    #[serde(default)]
-    pub cache_read_tokens: Option<u64>,
-    /// Cost in USD as the agent reports it.
-    #[serde(default)]
-    pub cost_usd: Option<f64>,
-}
-
-impl Usage {
-    /// Takes every field `newer` knows.
-    pub fn update(&mut self, newer: &Usage) {
-        fn take<T: Copy>(field: &mut Option<T>, newer: Option<T>) {
-            if newer.is_some() {
-                *field = newer;
-            }
-        }
-        take(&mut self.turns, newer.turns);
-        take(&mut self.input_tokens, newer.input_tokens);
-        take(&mut self.output_tokens, newer.output_tokens);
-        take(&mut self.cache_creation_tokens, newer.cache_creation_tokens);
-        take(&mut self.cache_read_tokens, newer.cache_read_tokens);
-        take(&mut self.cost_usd, newer.cost_usd);
-    }
-
-    /// All tokens (input, output and cache), or `None` when none are known.
-    pub fn total_tokens(&self) -> Option<u64> {
-        let known: Vec<u64> = [
-            self.input_tokens,
-            self.output_tokens,
-            self.cache_creation_tokens,
-            self.cache_read_tokens,
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        (!known.is_empty()).then(|| known.iter().sum())
-    }
 }
 
 /// Turns lines of one agent's output into events. Stateful: a format may sum over lines.

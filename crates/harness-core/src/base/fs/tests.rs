@@ -132,6 +132,10 @@ const ALLOWED: &[(&str, &str)] = &[
         "dir.join(\".git\").symlink_metadata()",
     ),
     (
+        "harness-core/src/state/worktree.rs",
+        "path.join(\".git\").exists()",
+    ),
+    (
         "harness-core/src/mission/worktree.rs",
         "path.join(\".git\").exists()",
     ),

@@ -7,7 +7,7 @@ use crate::mission::schedule::States;
 use crate::spec::features::FeatureList;
 use crate::spec::role::Role;
 use crate::state::run_state::{RunState, Status};
-use crate::state::usage::{CostSource, UsageRecord};
+use crate::state::usage::{CostSource, Usage, UsageRecord};
 
 fn attempt(
     state: &mut RunState,
@@ -29,14 +29,13 @@ fn attempt(
         attempt.cost_usd = Some(cost);
         attempt.usage = Some(UsageRecord {
             final_answer: None,
-            turns: Some(3),
-            input_tokens: None,
-            output_tokens: None,
-            cache_creation_tokens: None,
-            cache_read_tokens: None,
+            usage: Usage {
+                turns: Some(3),
+                cost_usd: Some(cost),
+                ..Usage::default()
+            },
             total_tokens: Some(tokens),
             context_tokens: None,
-            cost_usd: Some(cost),
             cost_source: CostSource::Reported,
         });
     }

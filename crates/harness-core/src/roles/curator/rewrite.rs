@@ -11,17 +11,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::agent::{self, End};
-use crate::base::error::InputError;
+use crate::agent::{AgentRun, End};
+use crate::base::signals;
 use crate::base::time::{self, Timestamp};
-use crate::roles::invoke::{self, RoleInvocation};
-use crate::roles::prompt::{Prompt, RuntimeContext};
-use crate::roles::worker::{describe_end, outcome_of};
-use crate::spec::config::Config;
-use crate::spec::features::FeatureId;
-use crate::spec::layout::RunId;
+use crate::roles::attempt::{Attempt, Place};
+use crate::roles::inputs;
+use crate::roles::prompt::Prompt;
 use crate::spec::role::Role;
-use crate::state::memory::{self, RawEntry, Tag};
+use crate::state::budget::Remaining;
+use crate::state::memory::{self, RawEntry};
 
 use super::document::{marker_ids, size, SUMMARY_SECTIONS};
 use super::{AgentVerdict, Params, Pass, Request, Snapshot, SummaryPlan, SUMMARY_TEXT_CHARS};
@@ -41,40 +39,33 @@ pub struct Proposal {
 
 /// Runs the curator's agent on the pass `draft` and checks its answer.
 pub fn propose(request: &Request, snapshot: &Snapshot, draft: &Pass) -> anyhow::Result<Proposal> {
-    let state = &request.state;
-    state.require_initialised()?;
-    let config = Config::load(&state.config())?;
-    let agent_config = config.agent_for(Role::Curator);
-    let program = agent::resolve_program(
-        &agent_config.command[0],
-        &request.workdir,
-        request.path_var.as_deref(),
-        &state.config(),
-    )?;
-    let role_path = request.home.role_prompt(Role::Curator);
-    let role_prompt = memory::read_layer(&role_path)
-        .with_context(|| format!("cannot read {}", role_path.display()))?
-        .ok_or_else(|| {
-            InputError::in_file(&role_path, "the curator's role prompt is missing or empty")
-                .with_hint("set HARNESS_HOME to the harness install (the directory with run.sh)")
-        })?;
-    let identity = memory::read_memory_layer(&request.home.identity(Role::Curator))
-        .context("cannot read the curator's identity file")?;
-    let started_at = time::now();
-    let mission = FeatureId::parse(crate::roles::planner::MISSION).expect("a valid id");
-    let run_id = request.run_id.clone().unwrap_or_else(|| {
-        RunId::generate(started_at.timestamp(), Role::Curator, &mission, |id| {
-            crate::base::fs::exists(&state.curations_dir().join(id))
-        })
-    });
-    let runtime = RuntimeContext {
-        feature_id: "-".into(),
+    let place = Place {
         workdir: request.workdir.clone(),
-        state_dir: state.root().to_path_buf(),
-        run_id: run_id.clone(),
+        state: request.state.clone(),
+        home: request.home.clone(),
+        echo: request.echo,
+        path_var: request.path_var.clone(),
     };
+    let (config, program) = inputs::check_mission_inputs(
+        &place.workdir,
+        &place.state,
+        Role::Curator,
+        place.path_var.as_deref(),
+    )?;
+    let role_prompt = inputs::read_role_prompt(&place.home, Role::Curator)?;
+    let identity = memory::read_memory_layer(&place.home.identity(Role::Curator))
+        .context("cannot read the curator's identity file")?;
+    // One invocation: the status line reads `- curator 1/1`.
+    let attempt = Attempt::on_mission(
+        &place,
+        Role::Curator,
+        (&config, program),
+        request.run_id.clone(),
+        &place.state.curations_dir(),
+        (1, 1),
+    );
     let plan = &draft.summary_plan;
-    let prompt = Prompt::new(&runtime, &role_prompt)
+    let prompt = Prompt::new(&attempt.runtime, &role_prompt)
         .identity(Role::Curator, identity.as_deref())
         .untrusted(&items_section(draft, plan))
         .untrusted(&format!(
@@ -92,120 +83,76 @@ pub fn propose(request: &Request, snapshot: &Snapshot, draft: &Pass) -> anyhow::
         ))
         .harness_words(&instructions(&request.params))
         .render();
-    let run_dir = state.curation_run_dir(&run_id);
-    invoke::save_prompt(&run_dir, &prompt)?;
-    eprintln!("curator: the agent rewrites summary.md (run {run_id})");
-    let run = invoke::run(&RoleInvocation {
-        role: Role::Curator,
-        workdir: &request.workdir,
-        state,
-        runtime: &runtime,
-        run_dir: &run_dir,
-        // One invocation: the status line reads `- curator 1/1`.
-        iteration: 1,
-        max_iterations: 1,
-        promise: &config.completion_promise,
-        markers: &[],
-        agent: agent_config,
-        program: &program,
-        prompt: &prompt,
-        echo: request.echo,
-        budget: Default::default(),
-    })?;
+    attempt.save_prompt(&prompt)?;
+    eprintln!(
+        "curator: the agent rewrites summary.md (run {})",
+        attempt.run_id
+    );
+    let run = attempt.run(&prompt, &[], &Remaining::default())?;
     let ended_at = time::now();
-    let run_dir_text = Some(run_dir.display().to_string());
-    let (wordings, verdict, interrupted) = match run.end {
-        End::Interrupted(signal) => (
-            BTreeMap::new(),
-            AgentVerdict {
-                accepted: false,
-                reason: format!("interrupted by {}", crate::base::signals::name(signal)),
-                run_dir: run_dir_text,
-            },
-            Some(signal),
-        ),
-        End::Exited(0) => {
-            let answer = invoke::answer_text(&run, &run_dir, agent_config.output_format)?;
-            let checked = last_block(&answer)
-                .ok_or_else(|| "the answer holds no fenced markdown block".to_string())
-                .and_then(|block| check(plan, &block, &request.params));
-            match checked {
-                Ok(wordings) => {
-                    let reason = format!(
-                        "{} of {} summary bullets reworded",
-                        wordings.len(),
-                        plan.bullets.iter().map(Vec::len).sum::<usize>()
-                    );
-                    let verdict = AgentVerdict {
-                        accepted: true,
-                        reason,
-                        run_dir: run_dir_text,
-                    };
-                    (wordings, verdict, None)
-                }
-                Err(reason) => (
-                    BTreeMap::new(),
-                    AgentVerdict {
-                        accepted: false,
-                        reason,
-                        run_dir: run_dir_text,
-                    },
-                    None,
-                ),
-            }
-        }
-        end => (
-            BTreeMap::new(),
-            AgentVerdict {
-                accepted: false,
-                reason: format!(
-                    "the curator's agent did not finish: {}",
-                    describe_end(end, outcome_of(end, false), agent_config)
-                ),
-                run_dir: run_dir_text,
-            },
-            None,
-        ),
-    };
+    let (wordings, verdict) = decide(&attempt, &run, plan, &request.params)?;
     let outcome = if verdict.accepted {
         format!("agent rewrite of summary.md kept: {}", verdict.reason)
     } else {
         format!("agent rewrite of summary.md rejected: {}", verdict.reason)
     };
-    let entries = run
-        .output
-        .entries
-        .iter()
-        .map(|(tag, text)| (*tag, text.clone()))
-        .chain(std::iter::once((Tag::Outcome, memory::one_line(&outcome))))
-        .map(|(tag, text)| RawEntry {
-            time: ended_at,
-            role: Role::Curator,
-            feature: None,
-            tag,
-            text,
-        })
-        .collect();
-    invoke::write_result(
-        &run_dir,
-        &ResultRecord {
-            run_id: run_id.as_str(),
-            role: Role::Curator,
-            started_at,
-            ended_at,
-            duration_ms: run.duration.as_millis(),
-            accepted: verdict.accepted,
-            reason: &verdict.reason,
-            wordings: &wordings,
-            memory_entries: run.output.entries.len(),
-            memory_entries_dropped: run.output.entries_dropped,
-        },
-    )?;
+    let entries = attempt.raw_entries(&run, None, None, (ended_at, &outcome));
+    attempt.write_result(&ResultRecord {
+        run_id: attempt.run_id.as_str(),
+        role: Role::Curator,
+        started_at: attempt.started_at,
+        ended_at,
+        duration_ms: run.duration.as_millis(),
+        accepted: verdict.accepted,
+        reason: &verdict.reason,
+        wordings: &wordings,
+        memory_entries: run.output.entries.len(),
+        memory_entries_dropped: run.output.entries_dropped,
+    })?;
     Ok(Proposal {
         wordings,
         verdict,
         entries,
-        interrupted,
+        interrupted: match run.end {
+            End::Interrupted(signal) => Some(signal),
+            _ => None,
+        },
+    })
+}
+
+/// The agent's proposal, checked against the draft `plan`: the wordings it changes (none when
+/// rejected) and the verdict on it.
+fn decide(
+    attempt: &Attempt,
+    run: &AgentRun,
+    plan: &SummaryPlan,
+    params: &Params,
+) -> anyhow::Result<(BTreeMap<String, String>, AgentVerdict)> {
+    let verdict = |accepted, reason| AgentVerdict {
+        accepted,
+        reason,
+        run_dir: Some(attempt.run_dir.display().to_string()),
+    };
+    let checked = match run.end {
+        End::Interrupted(signal) => Err(format!("interrupted by {}", signals::name(signal))),
+        End::Exited(0) => last_block(&attempt.answer(run)?)
+            .ok_or_else(|| "the answer holds no fenced markdown block".to_string())
+            .and_then(|block| check(plan, &block, params)),
+        end => Err(format!(
+            "the curator's agent did not finish: {}",
+            end.in_words(attempt.agent())
+        )),
+    };
+    Ok(match checked {
+        Ok(wordings) => {
+            let reason = format!(
+                "{} of {} summary bullets reworded",
+                wordings.len(),
+                plan.bullets.iter().map(Vec::len).sum::<usize>()
+            );
+            (wordings, verdict(true, reason))
+        }
+        Err(reason) => (BTreeMap::new(), verdict(false, reason)),
     })
 }
 

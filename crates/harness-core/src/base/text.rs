@@ -1,0 +1,42 @@
+//! Cutting text to a size, on character boundaries: the head with a `…` where something was cut
+//! (raw.md entries, the curator's bullets, the status board), or the tail (the notes, an agent's
+//! answer, a validator's reasons).
+
+/// `text` cut to `most` characters, with `…` when cut.
+pub fn cut(text: &str, most: usize) -> String {
+    if text.chars().count() <= most {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(most.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// The last `count` characters of `text`.
+pub fn tail_chars(text: &str, count: usize) -> &str {
+    if count == 0 {
+        return "";
+    }
+    match text.char_indices().rev().nth(count - 1) {
+        Some((index, _)) => &text[index..],
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_head_is_marked_where_it_was_cut() {
+        assert_eq!(cut("héllo", 5), "héllo");
+        assert_eq!(cut("héllo", 3), "hé…");
+    }
+
+    #[test]
+    fn the_tail_is_whole_characters() {
+        assert_eq!(tail_chars("héllo", 3), "llo");
+        assert_eq!(tail_chars("hi", 3), "hi");
+        assert_eq!(tail_chars("hi", 0), "");
+    }
+}

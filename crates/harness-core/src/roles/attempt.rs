@@ -1,0 +1,748 @@
+//! One attempt of a role's agent, written once for every role that runs one (the worker, the
+//! validator, the planner's `plan` and `replan`, the curator's `--agent`):
+//!
+//! 1. **open**: a [`Session`] on the feature checks the inputs before anything changes, takes the
+//!    feature's locks and loads its run state, recovering an attempt a killed harness left
+//!    `started` (a role on the whole mission has no session);
+//! 2. **run**: an [`Attempt`] names the run (its id, its directory, L0); [`Session::begin`]
+//!    writes `prompt.md` and records the attempt as started before [`Session::run`] starts the
+//!    agent with the contract's environment;
+//! 3. **harvest**: the agent's answer, its memory entries and its usage ([`AgentRun`]);
+//! 4. **record**: the attempt's end in the run state ([`Session::record_end`]), raw.md's lines
+//!    ([`Attempt::raw_entries`]), `result.json` ([`Attempt::write_result`]);
+//! 5. **finish**: the role's [`Transition`] applied to the run state, which is written once.
+//!
+//! Each role supplies only its prompt, its markers, its decision and its pure transition from
+//! that decision to the feature's status, the message and the exit code.
+
+use std::ffi::OsString;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::agent::{self, progress, AgentRun, Limits, Redactor};
+use crate::base::atomic::write_atomic;
+use crate::base::error::InputError;
+use crate::base::exit_codes;
+use crate::base::fs;
+use crate::base::locks::{self, Lock};
+use crate::base::time::{self, Timestamp};
+use crate::roles::inputs::{self, InputMemo, Inputs, Layers};
+use crate::roles::prompt::RuntimeContext;
+use crate::spec::config::{AgentConfig, Config, OutputFormat};
+use crate::spec::features::FeatureId;
+use crate::spec::layout::{HarnessHome, RunId, StateDir};
+use crate::spec::presets::PROMPT_FILE_PLACEHOLDER;
+use crate::spec::role::Role;
+use crate::state::budget::{self, Exceeded, Remaining, Spent};
+use crate::state::memory::{self, RawEntry, Tag};
+use crate::state::notes;
+use crate::state::run_state::{Outcome, RunState, Status};
+use crate::state::worktree;
+
+/// The name standing for the whole mission where a feature id goes (run ids of the roles that
+/// work on the whole mission).
+pub const MISSION: &str = "mission";
+
+/// Where a role runs, and how: the same for every role binary.
+#[derive(Debug, Clone)]
+pub struct Place {
+    /// The project directory (the agent's working directory).
+    pub workdir: PathBuf,
+    /// The `.harness/` directory.
+    pub state: StateDir,
+    /// The harness install (roles, identity).
+    pub home: HarnessHome,
+    /// Copy the agent's output to stdout and show the live status line on stderr.
+    pub echo: bool,
+    /// `PATH`, to find the agent.
+    pub path_var: Option<OsString>,
+}
+
+/// A role invocation on one feature, as run.sh (or a user) asks for it.
+#[derive(Debug, Clone)]
+pub struct FeatureRequest {
+    /// Where it runs.
+    pub place: Place,
+    /// The feature.
+    pub feature: FeatureId,
+    /// The run id run.sh made; generated when absent.
+    pub run_id: Option<RunId>,
+    /// run.sh holds the feature lock for its whole run; a role run by hand takes it itself.
+    pub caller_holds_feature_lock: bool,
+}
+
+/// What a role invocation ended with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleReport {
+    /// The exit code (see [`crate::base::exit_codes`]).
+    pub exit_code: u8,
+    /// One line for the user.
+    pub message: String,
+}
+
+/// What a role's decision does to the feature's run state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Nothing: the status stays.
+    Keep,
+    /// The status stays; the reason is recorded (a budget that stops the feature before it runs).
+    Note(String),
+    /// The feature goes to this status.
+    To(Status),
+    /// Back to pending, with the reason it stopped (a budget ran out during the attempt).
+    Pause(String),
+    /// Back to pending, the attempt not counted as an iteration: the next one gets its number.
+    Retry,
+    /// The feature failed, for this reason.
+    Fail(String),
+    /// The feature is accepted: merged back from its worktree if it has one, then done; blocked
+    /// when the merge conflicts.
+    Land,
+}
+
+/// A role's transition: what its decision does to the feature, the message and the exit code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transition {
+    /// The change to the run state.
+    pub change: Change,
+    /// One line for the user (also raw.md's outcome line).
+    pub message: String,
+    /// The exit code, if the change goes as planned (a landing can block the feature).
+    pub exit_code: u8,
+}
+
+impl Transition {
+    /// A transition with this change, exit code and message.
+    pub fn new(change: Change, exit_code: u8, message: impl Into<String>) -> Self {
+        Self {
+            change,
+            message: message.into(),
+            exit_code,
+        }
+    }
+
+    /// The budget `exceeded` stops the feature before its agent runs (exit 2, naming the budget).
+    pub fn over_budget(feature: &FeatureId, exceeded: &Exceeded, config: &Path) -> Self {
+        Self::new(
+            Change::Note(exceeded.to_string()),
+            exit_codes::GUARDRAIL,
+            format!(
+                "{feature} stopped: {exceeded}\nhint: raise it under `budgets:` in {}",
+                config.display()
+            ),
+        )
+    }
+}
+
+/// One run of a role's agent: its id, its directory (`prompt.md` exactly as sent, `output.log`,
+/// `result.json`), L0, and how the agent runs.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    /// Who runs.
+    pub role: Role,
+    /// The run id (the run directory's name).
+    pub run_id: RunId,
+    /// `runs/<FEATURE>/<RUN_ID>/`, `plans/<RUN_ID>/` or `curations/<RUN_ID>/`.
+    pub run_dir: PathBuf,
+    /// L0.
+    pub runtime: RuntimeContext,
+    /// When the attempt started.
+    pub started_at: Timestamp,
+    /// The worker iteration it is (or follows), for `HARNESS_ITERATION` and the status line.
+    pub iteration: u32,
+    /// The feature's guardrail, for the status line.
+    pub max_iterations: u32,
+    /// The completion promise word, for `HARNESS_COMPLETION_PROMISE`.
+    pub promise: String,
+    workdir: PathBuf,
+    state: StateDir,
+    echo: bool,
+    agent: AgentConfig,
+    program: PathBuf,
+}
+
+impl Attempt {
+    /// An attempt of `role` on the whole mission, run `run_id` (else a fresh one) in
+    /// `runs_dir/<RUN_ID>/`, counted as `iteration` of `max_iterations` on the status line.
+    pub fn on_mission(
+        place: &Place,
+        role: Role,
+        (config, program): (&Config, PathBuf),
+        run_id: Option<RunId>,
+        runs_dir: &Path,
+        (iteration, max_iterations): (u32, u32),
+    ) -> Self {
+        let started_at = time::now();
+        let mission = FeatureId::parse(MISSION).expect("a valid id");
+        let run_id = run_id.unwrap_or_else(|| {
+            RunId::generate(started_at.timestamp(), role, &mission, |id| {
+                fs::exists(&runs_dir.join(id))
+            })
+        });
+        Attempt {
+            role,
+            run_dir: runs_dir.join(run_id.as_str()),
+            runtime: RuntimeContext {
+                feature_id: "-".into(),
+                workdir: place.workdir.clone(),
+                state_dir: place.state.root().to_path_buf(),
+                run_id: run_id.clone(),
+            },
+            run_id,
+            started_at,
+            iteration,
+            max_iterations,
+            promise: config.completion_promise.clone(),
+            workdir: place.workdir.clone(),
+            state: place.state.clone(),
+            echo: place.echo,
+            agent: config.agent_for(role).clone(),
+            program,
+        }
+    }
+
+    /// The agent settings of the role.
+    pub fn agent(&self) -> &AgentConfig {
+        &self.agent
+    }
+
+    /// Creates the run directory and writes `prompt.md`, secrets redacted (see [`Attempt::run`]).
+    /// A run directory is never reused: an existing one is an error.
+    pub fn save_prompt(&self, prompt: &str) -> anyhow::Result<()> {
+        let run_dir = &self.run_dir;
+        if fs::exists(run_dir) {
+            return Err(InputError::in_file(
+                run_dir,
+                "this run directory exists already; a run id is never reused",
+            )
+            .into());
+        }
+        fs::create_dir_all(run_dir)
+            .with_context(|| format!("cannot create {}", run_dir.display()))?;
+        let path = run_dir.join("prompt.md");
+        let prompt = Redactor::from_process_env().redact(prompt);
+        if let Err(error) = write_atomic(&path, prompt.as_bytes()) {
+            // A full disk: leave no empty run directory behind, as if nothing had started.
+            let _ = fs::remove_dir(run_dir);
+            return Err(
+                anyhow::Error::new(error).context(format!("cannot write {}", path.display()))
+            );
+        }
+        Ok(())
+    }
+
+    /// Runs the agent on `prompt` (already in `prompt.md`), counting `markers` in its answer,
+    /// within what the budgets leave; its output goes to `output.log`. An agent that cannot be
+    /// started is an error that names it (with a hint when the reason is known).
+    pub fn run(
+        &self,
+        prompt: &str,
+        markers: &[String],
+        budget: &Remaining,
+    ) -> anyhow::Result<AgentRun> {
+        let prompt_file = self.run_dir.join("prompt.md");
+        let mut argv: Vec<String> = self
+            .agent
+            .command
+            .iter()
+            .map(|arg| arg.replace(PROMPT_FILE_PLACEHOLDER, &prompt_file.to_string_lossy()))
+            .collect();
+        argv[0] = self.program.to_string_lossy().into_owned();
+        let mut env = self.agent.env.clone();
+        env.extend(self.environment());
+        // The agent's own secrets are as secret as ours.
+        let redactor = Redactor::from_env(std::env::vars().chain(env.iter().cloned()));
+        // A secret a user or an agent put into a file the prompt quotes is not sent either, and
+        // prompt.md stays what was sent.
+        let sent = redactor.redact(prompt);
+        if sent != prompt {
+            write_atomic(&prompt_file, sent.as_bytes())
+                .with_context(|| format!("cannot write {}", prompt_file.display()))?;
+        }
+        agent::run(&agent::Invocation {
+            argv: &argv,
+            prompt: &sent,
+            prompt_via: self.agent.prompt_via,
+            prompt_file: &prompt_file,
+            workdir: &self.workdir,
+            env: &env,
+            timeout: self.agent.timeout(),
+            kill_grace: self.agent.kill_grace(),
+            output_format: self.agent.output_format,
+            markers,
+            log: &self.run_dir.join("output.log"),
+            echo: self.echo,
+            limits: Limits::new(&self.agent, budget),
+            redactor,
+            progress: self.echo.then(|| progress::Label {
+                feature: self.runtime.feature_id.clone(),
+                role: self.role,
+                iteration: self.iteration,
+                max_iterations: self.max_iterations,
+            }),
+        })
+        .inspect(|run| {
+            if run.output.entries_dropped > 0 {
+                let warning = memory::dropped_entries_warning(run.output.entries_dropped);
+                eprintln!("{}: warning: {warning}", self.role);
+            }
+        })
+        .map_err(|error| {
+            let hint = start_failure_hint(&error, prompt, &self.state.config());
+            anyhow::Error::new(error).context(format!(
+                "cannot start the agent {:?} ({}){hint}",
+                self.agent.command[0], self.role
+            ))
+        })
+    }
+
+    /// The environment of the contract, plus the promise word for agents that want it.
+    fn environment(&self) -> Vec<(String, String)> {
+        vec![
+            ("HARNESS_FEATURE_ID".into(), self.runtime.feature_id.clone()),
+            ("HARNESS_WORKDIR".into(), self.workdir.display().to_string()),
+            (
+                "HARNESS_STATE_DIR".into(),
+                self.state.root().display().to_string(),
+            ),
+            ("HARNESS_RUN_ID".into(), self.run_id.to_string()),
+            ("HARNESS_ROLE".into(), self.role.to_string()),
+            ("HARNESS_ITERATION".into(), self.iteration.to_string()),
+            ("HARNESS_COMPLETION_PROMISE".into(), self.promise.clone()),
+        ]
+    }
+
+    /// The agent's answer: a structured agent's final answer; for a text agent, its whole output
+    /// as logged (its last [`MAX_ANSWER_BYTES`]).
+    pub fn answer(&self, run: &AgentRun) -> anyhow::Result<String> {
+        if self.agent.output_format != OutputFormat::Text {
+            return Ok(run.output.answer().to_string());
+        }
+        let path = self.run_dir.join("output.log");
+        let mut file = fs::open(&path, fs::Mode::Read)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let len = file.metadata()?.len();
+        file.seek(SeekFrom::Start(len.saturating_sub(MAX_ANSWER_BYTES)))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// raw.md's lines of this attempt: the memory entries its agent printed (and `extra`), then
+    /// the role's outcome line, all stamped `time`.
+    pub fn raw_entries(
+        &self,
+        run: &AgentRun,
+        extra: Option<(Tag, String)>,
+        feature: Option<&FeatureId>,
+        (time, outcome): (Timestamp, &str),
+    ) -> Vec<RawEntry> {
+        run.output
+            .entries
+            .iter()
+            .cloned()
+            .chain(extra)
+            .chain(std::iter::once((Tag::Outcome, memory::one_line(outcome))))
+            .map(|(tag, text)| RawEntry {
+                time,
+                role: self.role,
+                feature: feature.cloned(),
+                tag,
+                text,
+            })
+            .collect()
+    }
+
+    /// Appends this attempt's lines to raw.md (see [`Attempt::raw_entries`]).
+    pub fn append_raw(
+        &self,
+        run: &AgentRun,
+        extra: Option<(Tag, String)>,
+        feature: Option<&FeatureId>,
+        outcome: (Timestamp, &str),
+    ) -> anyhow::Result<()> {
+        let entries = self.raw_entries(run, extra, feature, outcome);
+        memory::append_raw(&self.state, &entries).context("cannot append to raw.md")
+    }
+
+    /// Writes `result.json` of the run directory.
+    pub fn write_result(&self, record: &impl Serialize) -> anyhow::Result<()> {
+        let mut json = serde_json::to_vec_pretty(record)?;
+        json.push(b'\n');
+        write_atomic(&self.run_dir.join("result.json"), &json).context("cannot write result.json")
+    }
+}
+
+/// The most of a text agent's output read back for its answer (the end of `output.log`).
+pub const MAX_ANSWER_BYTES: u64 = 1 << 20;
+
+/// A hint for an agent that could not start, when the reason is known.
+fn start_failure_hint(error: &std::io::Error, prompt: &str, config: &Path) -> String {
+    if error.raw_os_error() == Some(libc::E2BIG) {
+        format!(
+            "\nhint: the prompt ({} bytes) is too long for one argument; set prompt_via: stdin or file in {}",
+            prompt.len(),
+            config.display()
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// An open invocation of a role on a feature: its inputs checked, its locks held, its run state
+/// loaded.
+#[derive(Debug)]
+pub struct Session {
+    /// Who runs.
+    pub role: Role,
+    /// The checked inputs.
+    pub inputs: Inputs,
+    /// The run state as it is now (recovered, possibly changed since loading).
+    pub state: RunState,
+    /// The run state as it was on disk when the session opened (`None` for a feature that never
+    /// ran); a session a worker loop keeps open is not loaded again.
+    pub loaded: Option<RunState>,
+    /// Where the run state lives.
+    pub state_path: PathBuf,
+    /// When the invocation started.
+    pub started_at: Timestamp,
+    /// `roles/<role>.md`.
+    pub role_prompt: String,
+    /// The state holds an attempt's end not yet written: a worker loop writes it together with
+    /// the next attempt's start (one write instead of two), or when the loop ends.
+    pub pending: bool,
+    _feature_lock: Option<Lock>,
+    _invocation_lock: Lock,
+}
+
+/// The checked inputs of `request` and `role`'s prompt: what a session reads anew each time
+/// (and what `explain` reads).
+pub fn read_inputs(
+    memo: &mut InputMemo,
+    request: &FeatureRequest,
+    role: Role,
+) -> anyhow::Result<(Inputs, String)> {
+    let place = &request.place;
+    let inputs = inputs::check_inputs(
+        memo,
+        &place.workdir,
+        &place.state,
+        &request.feature,
+        role,
+        place.path_var.as_deref(),
+    )?;
+    Ok((inputs, inputs::read_role_prompt(&place.home, role)?))
+}
+
+impl Session {
+    /// Checks the inputs (parsed through `memo`), takes the locks and loads the state of
+    /// `request.feature` for `role`.
+    pub fn open(
+        memo: &mut InputMemo,
+        request: &FeatureRequest,
+        role: Role,
+    ) -> anyhow::Result<Self> {
+        let state_dir = &request.place.state;
+        let (inputs, role_prompt) = read_inputs(memo, request, role)?;
+        let started_at = time::now();
+        let id = &inputs.feature.id;
+        let holder = locks::describe_holder(
+            std::process::id(),
+            &format!("{role} {id}"),
+            &time::format(started_at),
+        );
+        let feature_lock = if request.caller_holds_feature_lock {
+            None
+        } else {
+            Some(Lock::try_acquire(
+                &state_dir.feature_lock(id),
+                id.as_str(),
+                &holder,
+            )?)
+        };
+        // Held even under run.sh: if run.sh is killed while this process goes on, a second
+        // run.sh must not start a second agent on the same feature.
+        let invocation_lock =
+            Lock::try_acquire(&state_dir.invocation_lock(id), id.as_str(), &holder)?;
+        let state_path = state_dir.run_state(id);
+        let loaded = RunState::load(&state_path, id)?;
+        let mut state = loaded.clone().unwrap_or_else(|| {
+            RunState::new(
+                id.clone(),
+                inputs.config.max_iterations,
+                &inputs.config.completion_promise,
+                started_at,
+            )
+        });
+        state.recover_interrupted(started_at);
+        Ok(Session {
+            role,
+            inputs,
+            state,
+            loaded,
+            state_path,
+            started_at,
+            role_prompt,
+            pending: false,
+            _feature_lock: feature_lock,
+            _invocation_lock: invocation_lock,
+        })
+    }
+
+    /// [`Session::open`], or the session `kept` open by this process since its last attempt:
+    /// its locks were never released, so its state is still the truth (and may be ahead of the
+    /// disk, see [`Session::pending`]); only the inputs and the role prompt are read again. On an
+    /// error the kept session stays in `kept`, for its state to be written.
+    pub fn open_or_resume(
+        kept: &mut Option<Session>,
+        memo: &mut InputMemo,
+        request: &FeatureRequest,
+        role: Role,
+    ) -> anyhow::Result<Self> {
+        if kept.is_none() {
+            return Self::open(memo, request, role);
+        }
+        let (inputs, role_prompt) = read_inputs(memo, request, role)?;
+        let mut session = kept.take().expect("checked above");
+        session.inputs = inputs;
+        session.role_prompt = role_prompt;
+        session.started_at = time::now();
+        Ok(session)
+    }
+
+    /// The config of this invocation.
+    pub fn config(&self) -> &Config {
+        &self.inputs.config
+    }
+
+    /// Writes the run state atomically.
+    pub fn save(&mut self) -> anyhow::Result<()> {
+        self.state
+            .save(&self.state_path)
+            .with_context(|| format!("cannot write {}", self.state_path.display()))?;
+        self.pending = false;
+        Ok(())
+    }
+
+    /// Writes the run state only if it differs from what was loaded or holds an attempt's end
+    /// not yet written (a no-op leaves every byte).
+    pub fn save_if_changed(&mut self) -> anyhow::Result<()> {
+        if self.pending || self.loaded.as_ref() != Some(&self.state) {
+            self.save()?;
+        }
+        Ok(())
+    }
+
+    /// What the budgets leave for this invocation, or the one that is used up. `spent` keeps
+    /// what each run state spent between the iterations of one process.
+    pub fn budget_left(
+        &self,
+        state: &StateDir,
+        spent: &mut budget::SpentMemo,
+    ) -> Result<Remaining, Exceeded> {
+        let budgets = &self.inputs.config.budgets;
+        if budgets.feature.is_none() && budgets.mission.is_none() {
+            return Ok(Remaining::default());
+        }
+        let feature = Spent::of(&self.state.attempts);
+        // Reading every feature's run state is needed only for a mission budget.
+        let mission = match budgets.mission {
+            Some(_) => budget::mission_spent_with(spent, state, Some((&self.state_path, feature))),
+            None => Spent::default(),
+        };
+        budget::remaining(budgets, feature, mission)
+    }
+
+    /// Names the next attempt of this session: run.sh's run id, or a fresh
+    /// `<unix-time>-<role>-<FEATURE>` (after `previous`, the id this process made last, if any).
+    pub fn attempt(&self, request: &FeatureRequest, previous: Option<&RunId>) -> Attempt {
+        let place = &request.place;
+        let id = &self.inputs.feature.id;
+        let run_id = request.run_id.clone().unwrap_or_else(|| {
+            let unix_time = self.started_at.timestamp();
+            RunId::generate_after(previous, unix_time, self.role, id, |candidate| {
+                fs::exists(&place.state.feature_runs(id).join(candidate))
+            })
+        });
+        let config = &self.inputs.config;
+        // A worker's attempt is the next iteration; another role's follows the current one.
+        let iteration = match self.role {
+            Role::Worker => self.state.iteration_count + 1,
+            _ => self.state.iteration_count,
+        };
+        Attempt {
+            role: self.role,
+            run_dir: place.state.run_dir(id, &run_id),
+            runtime: RuntimeContext {
+                feature_id: id.to_string(),
+                workdir: place.workdir.clone(),
+                state_dir: place.state.root().to_path_buf(),
+                run_id: run_id.clone(),
+            },
+            run_id,
+            started_at: self.started_at,
+            iteration,
+            max_iterations: self.state.max_iterations,
+            promise: self.state.completion_promise.clone(),
+            workdir: place.workdir.clone(),
+            state: place.state.clone(),
+            echo: place.echo,
+            agent: config.agent_for(self.role).clone(),
+            program: self.inputs.program.clone(),
+        }
+    }
+
+    /// Reads the role's identity, the feature's notes and summary.md.
+    pub fn layers(&self, place: &Place) -> anyhow::Result<Layers> {
+        inputs::read_layers(
+            &place.home,
+            &place.state,
+            Some(&self.inputs.feature.id),
+            self.role,
+        )
+    }
+
+    /// Writes the attempt's `prompt.md` and records the attempt as begun (for the worker, as the
+    /// next iteration): both are on disk before its agent starts, so a kill from here on is
+    /// recovered from the state.
+    pub fn begin(&mut self, attempt: &Attempt, prompt: &str) -> anyhow::Result<()> {
+        attempt.save_prompt(prompt)?;
+        let run_id = attempt.run_id.as_str();
+        match self.role {
+            Role::Worker => {
+                self.state.begin_iteration(run_id, attempt.started_at);
+            }
+            role => self.state.begin_attempt(run_id, role, attempt.started_at),
+        }
+        self.save()
+    }
+
+    /// Runs the attempt's agent, already begun. An agent that cannot start leaves the attempt
+    /// recorded as `agent_error` (not a dangling `started`) and the feature resumable.
+    pub fn run(
+        &mut self,
+        attempt: &Attempt,
+        prompt: &str,
+        markers: &[String],
+        budget: &Remaining,
+    ) -> anyhow::Result<AgentRun> {
+        attempt.run(prompt, markers, budget).or_else(|error| {
+            if let Some(record) = self.state.attempt_mut(attempt.run_id.as_str()) {
+                record.outcome = Outcome::AgentError;
+                record.ended_at = Some(time::now());
+            }
+            if self.state.status == Status::Running {
+                self.state.status = Status::Pending;
+            }
+            self.save()?;
+            Err(error)
+        })
+    }
+
+    /// Records how the attempt's agent run ended and what it used (the config's prices estimate
+    /// a cost it did not report); what its answer means is the role's to record.
+    pub fn record_end(
+        &mut self,
+        attempt: &Attempt,
+        run: &AgentRun,
+        outcome: Outcome,
+        ended_at: Timestamp,
+    ) {
+        if let Some(record) = self.state.attempt_mut(attempt.run_id.as_str()) {
+            record.ended_at = Some(ended_at);
+            record.outcome = outcome;
+            (record.exit_code, record.signal) = run.exit_status();
+            let usage = run.usage_record(attempt.agent.prices.as_ref());
+            record.turns = usage.usage.turns;
+            // An agent stopped before it reported its usage still used at least its context.
+            record.tokens = usage.total_tokens.or(usage.context_tokens);
+            record.cost_usd = usage.usage.cost_usd;
+            record.usage = Some(usage);
+            record.output_bytes = run.output.bytes;
+            record.memory_entries_dropped = run.output.entries_dropped;
+        }
+        self.state.updated_at = ended_at;
+    }
+
+    /// Applies `transition` to the run state (a landing merges the feature's worktree back) and
+    /// says how it ended: the exit code and message, or those of a landing that blocked it.
+    pub fn apply(
+        &mut self,
+        transition: Transition,
+        state_dir: &StateDir,
+        now: Timestamp,
+    ) -> anyhow::Result<RoleReport> {
+        let Transition {
+            change,
+            message,
+            exit_code,
+        } = transition;
+        let state = &mut self.state;
+        match change {
+            Change::Keep => {}
+            Change::Note(reason) => state.reason = Some(reason),
+            Change::To(status) => state.status = status,
+            Change::Pause(reason) => {
+                state.status = Status::Pending;
+                state.reason = Some(reason);
+            }
+            Change::Retry => {
+                state.iteration_count -= 1;
+                state.status = Status::Pending;
+            }
+            Change::Fail(reason) => state.fail(reason, now),
+            Change::Land => {
+                if !worktree::land(state, state_dir, now)? {
+                    let reason = state.reason.clone().unwrap_or_default();
+                    return Ok(RoleReport {
+                        exit_code: exit_codes::FAILED,
+                        message: format!("{message}, but it is blocked: {reason}"),
+                    });
+                }
+            }
+        }
+        Ok(RoleReport { exit_code, message })
+    }
+
+    /// Ends the session before any agent ran, on `transition` (a feature that must not start):
+    /// the run state is written only if it changed.
+    pub fn stop(
+        &mut self,
+        transition: Transition,
+        state_dir: &StateDir,
+    ) -> anyhow::Result<RoleReport> {
+        let report = self.apply(transition, state_dir, self.started_at)?;
+        self.save_if_changed()?;
+        self.remove_notes_if_done(state_dir)?;
+        Ok(report)
+    }
+
+    /// Removes the notes of a feature that is done: they are kept until it is accepted.
+    pub fn remove_notes_if_done(&self, state_dir: &StateDir) -> anyhow::Result<()> {
+        if self.state.status == Status::Done {
+            notes::remove(state_dir, &self.state.feature_id).context("cannot remove the notes")?;
+        }
+        Ok(())
+    }
+}
+
+/// Removes the temporary files that writes killed mid-way (`kill -9`) left in the feature's run
+/// directories, the notes and `.harness/` itself; returns how many. Safe while other features
+/// run: only files of writers that no longer exist go.
+pub fn sweep_stale_temps(state: &StateDir, feature: &FeatureId) -> usize {
+    let runs = state.feature_runs(feature);
+    let run_dirs = fs::read_dir(&runs)
+        .into_iter()
+        .flatten()
+        .filter(|entry| entry.kind == fs::Kind::Dir)
+        .map(|entry| runs.join(entry.name));
+    [state.root().to_path_buf(), state.notes_dir(), runs.clone()]
+        .into_iter()
+        .chain(run_dirs)
+        .map(|dir| crate::base::atomic::sweep_stale_temps(&dir))
+        .sum()
+}
