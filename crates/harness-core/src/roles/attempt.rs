@@ -681,31 +681,14 @@ impl Session {
             message,
             exit_code,
         } = transition;
-        let state = &mut self.state;
-        match change {
-            Change::Keep => {}
-            Change::Note(reason) => state.reason = Some(reason),
-            Change::To(status) => state.status = status,
-            Change::Pause(reason) => {
-                state.status = Status::Pending;
-                state.reason = Some(reason);
-            }
-            Change::Retry => {
-                state.iteration_count -= 1;
-                state.status = Status::Pending;
-            }
-            Change::Fail(reason) => state.fail(reason, now),
-            Change::Land => {
-                if !worktree::land(state, state_dir, now)? {
-                    let reason = state.reason.clone().unwrap_or_default();
-                    return Ok(RoleReport {
-                        exit_code: exit_codes::FAILED,
-                        message: format!("{message}, but it is blocked: {reason}"),
-                    });
-                }
-            }
+        if change_state(&mut self.state, change, state_dir, now)? {
+            return Ok(RoleReport { exit_code, message });
         }
-        Ok(RoleReport { exit_code, message })
+        let reason = self.state.reason.clone().unwrap_or_default();
+        Ok(RoleReport {
+            exit_code: exit_codes::FAILED,
+            message: format!("{message}, but it is blocked: {reason}"),
+        })
     }
 
     /// Ends the session before any agent ran, on `transition` (a feature that must not start):
@@ -730,6 +713,32 @@ impl Session {
     }
 }
 
+/// Makes `change` to the run state `state`; `false` when a landing blocked the feature instead
+/// (its branch could not be merged back).
+fn change_state(
+    state: &mut RunState,
+    change: Change,
+    state_dir: &StateDir,
+    now: Timestamp,
+) -> anyhow::Result<bool> {
+    match change {
+        Change::Keep => {}
+        Change::Note(reason) => state.reason = Some(reason),
+        Change::To(status) => state.status = status,
+        Change::Pause(reason) => {
+            state.status = Status::Pending;
+            state.reason = Some(reason);
+        }
+        Change::Retry => {
+            state.iteration_count -= 1;
+            state.status = Status::Pending;
+        }
+        Change::Fail(reason) => state.fail(reason, now),
+        Change::Land => return worktree::land(state, state_dir, now),
+    }
+    Ok(true)
+}
+
 /// Removes the temporary files that writes killed mid-way (`kill -9`) left in the feature's run
 /// directories, the notes and `.harness/` itself; returns how many. Safe while other features
 /// run: only files of writers that no longer exist go.
@@ -745,4 +754,48 @@ pub fn sweep_stale_temps(state: &StateDir, feature: &FeatureId) -> usize {
         .chain(run_dirs)
         .map(|dir| crate::base::atomic::sweep_stale_temps(&dir))
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::testing::{at, id};
+
+    fn change(mut state: RunState, change: Change) -> RunState {
+        let dir = StateDir::new("/nonexistent/.harness");
+        assert!(change_state(&mut state, change, &dir, at(9)).unwrap());
+        state
+    }
+
+    #[test]
+    fn each_change_does_what_it_says_to_the_run_state() {
+        let mut running = RunState::new(id("F-1"), 10, "P", at(0));
+        running.begin_iteration("r1", at(1));
+        assert_eq!(change(running.clone(), Change::Keep), running);
+        let noted = change(running.clone(), Change::Note("budget".into()));
+        assert_eq!(
+            (noted.status, noted.reason.as_deref()),
+            (Status::Running, Some("budget"))
+        );
+        let paused = change(running.clone(), Change::Pause("budget".into()));
+        assert_eq!(
+            (paused.status, paused.reason.as_deref()),
+            (Status::Pending, Some("budget"))
+        );
+        let retried = change(running.clone(), Change::Retry);
+        assert_eq!(
+            (retried.status, retried.iteration_count),
+            (Status::Pending, 0)
+        );
+        let failed = change(running.clone(), Change::Fail("why".into()));
+        assert_eq!(
+            (failed.status, failed.reason.as_deref(), failed.finished_at),
+            (Status::Failed, Some("why"), Some(at(9)))
+        );
+        let provisional = change(running.clone(), Change::To(Status::Provisional));
+        assert_eq!(provisional.status, Status::Provisional);
+        // Without a worktree, landing is being done.
+        let done = change(running, Change::Land);
+        assert_eq!((done.status, done.finished_at), (Status::Done, Some(at(9))));
+    }
 }

@@ -8,6 +8,8 @@ pub mod answer;
 pub mod edit;
 pub mod merge;
 
+use std::path::Path;
+
 use anyhow::Context;
 use serde::Serialize;
 
@@ -332,8 +334,8 @@ enum Target<'a> {
 
 /// What the planner decided on its agent's answer.
 enum Planned {
-    /// Interrupted: nothing is decided.
-    Interrupted,
+    /// Interrupted (how, in words): nothing is decided.
+    Interrupted(String),
     /// The answer is not taken: the attempt's outcome, and why.
     Rejected(Outcome, Rejection),
     /// The plan, merged into features.yaml as it is now; plan.json as it was.
@@ -360,7 +362,11 @@ fn conclude(
     if let Planned::Merged(merged, record) = &planned {
         write_plan(state_dir, merged, record)?;
     }
-    Ok(transition(planned, target, attempt, run))
+    Ok(transition(
+        planned,
+        target,
+        &attempt.run_dir.join("output.log"),
+    ))
 }
 
 /// Reads the plan from the agent's answer and checks it against features.yaml as it is now (the
@@ -373,7 +379,10 @@ fn decide(
     target: Target,
 ) -> anyhow::Result<Planned> {
     match run.end {
-        End::Interrupted(_) => return Ok(Planned::Interrupted),
+        end @ End::Interrupted(_) => {
+            let how = end.describe(Outcome::Interrupted, attempt.agent());
+            return Ok(Planned::Interrupted(how));
+        }
         End::Exited(0) => {}
         end => {
             let how = end.in_words(attempt.agent());
@@ -421,15 +430,14 @@ fn decide(
 }
 
 /// What the planner's decision comes to: the attempt's outcome, the exit code and the message
-/// (0 merged, 1 rejected, 130 interrupted).
-fn transition(planned: Planned, target: Target, attempt: &Attempt, run: &AgentRun) -> Concluded {
+/// (0 merged, 1 rejected, 130 interrupted); a rejection points at the agent's `output_log`.
+fn transition(planned: Planned, target: Target, output_log: &Path) -> Concluded {
     let (outcome, merge, rejection, report) = match planned {
-        Planned::Interrupted => {
+        Planned::Interrupted(how) => {
             let task = match target {
                 Target::Mission => "planning".to_string(),
                 Target::Feature(id) => format!("re-breaking {id}"),
             };
-            let how = run.end.describe(Outcome::Interrupted, attempt.agent());
             let report = PlanReport {
                 exit_code: exit_codes::INTERRUPTED,
                 message: format!("{task}: {how}; nothing was changed"),
@@ -443,7 +451,7 @@ fn transition(planned: Planned, target: Target, attempt: &Attempt, run: &AgentRu
                 message: rejection.to_string(),
                 details: vec![format!(
                     "features.yaml was not changed; the agent's answer is in {}",
-                    attempt.run_dir.join("output.log").display()
+                    output_log.display()
                 )],
             };
             (outcome, None, Some(rejection.0), report)
@@ -592,8 +600,6 @@ fn result_record<'a>(
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
     use crate::base::testing::id;
 
@@ -647,6 +653,36 @@ mod tests {
                 assert!(text.contains("F-7's own dependencies (F-2)"), "{text}");
             }
         }
+    }
+
+    #[test]
+    fn a_plan_is_merged_rejected_or_interrupted() {
+        let log = Path::new("plans/r1/output.log");
+        let rejected = transition(
+            Planned::Rejected(Outcome::Rejected, Rejection("no yaml block".into())),
+            Target::Mission,
+            log,
+        );
+        assert_eq!(rejected.outcome, Outcome::Rejected);
+        assert_eq!(rejected.report.exit_code, exit_codes::USAGE);
+        assert_eq!(rejected.rejection.as_deref(), Some("no yaml block"));
+        assert!(rejected.merge.is_none());
+        assert_eq!(
+            rejected.report.details,
+            ["features.yaml was not changed; the agent's answer is in plans/r1/output.log"]
+        );
+        let f7 = id("F-7");
+        let interrupted = transition(
+            Planned::Interrupted("interrupted by SIGINT".into()),
+            Target::Feature(&f7),
+            log,
+        );
+        assert_eq!(interrupted.outcome, Outcome::Interrupted);
+        assert_eq!(interrupted.report.exit_code, exit_codes::INTERRUPTED);
+        assert_eq!(
+            interrupted.report.message,
+            "re-breaking F-7: interrupted by SIGINT; nothing was changed"
+        );
     }
 
     #[test]

@@ -384,6 +384,87 @@ mod tests {
         .unwrap()
     }
 
+    fn provisional(iteration_count: u32) -> RunState {
+        let mut state = RunState::new(
+            FeatureId::parse("F-1").unwrap(),
+            3,
+            "P",
+            crate::base::time::now(),
+        );
+        state.iteration_count = iteration_count;
+        state.status = Status::Provisional;
+        state
+    }
+
+    #[test]
+    fn a_pass_lands_the_feature() {
+        let pass = Verdict::Pass {
+            reasons: "\nAll criteria hold.\nChecked with curl.".into(),
+        };
+        let done = transition(&provisional(1), Some(&pass));
+        assert_eq!(done.change, Change::Land);
+        assert_eq!(done.exit_code, exit_codes::DONE);
+        assert_eq!(done.message, "F-1 verified: All criteria hold.");
+    }
+
+    #[test]
+    fn a_fail_goes_back_to_the_worker_or_fails_at_the_guardrail() {
+        let fail = Verdict::Fail {
+            reasons: "hello.txt is empty".into(),
+        };
+        let back = transition(&provisional(1), Some(&fail));
+        assert_eq!(back.change, Change::To(Status::Running));
+        assert_eq!(back.exit_code, exit_codes::CONTINUE);
+        assert_eq!(
+            back.message,
+            "F-1 rejected: hello.txt is empty; back to the worker"
+        );
+        let failed = transition(&provisional(3), Some(&fail));
+        assert_eq!(
+            failed.change,
+            Change::Fail(
+                "max_iterations (3) reached; the validator rejected the last attempt".into()
+            )
+        );
+        assert_eq!(failed.exit_code, exit_codes::GUARDRAIL);
+        assert_eq!(
+            failed.message,
+            "F-1 rejected: hello.txt is empty; max_iterations (3) is reached"
+        );
+        let silent = Verdict::Fail {
+            reasons: String::new(),
+        };
+        assert_eq!(
+            transition(&provisional(1), Some(&silent)).message,
+            "F-1 rejected; back to the worker"
+        );
+    }
+
+    #[test]
+    fn an_interrupt_leaves_the_feature_provisional() {
+        let interrupted = transition(&provisional(1), None);
+        assert_eq!(interrupted.change, Change::Keep);
+        assert_eq!(interrupted.exit_code, exit_codes::INTERRUPTED);
+        assert!(interrupted.message.ends_with("run it again to resume"));
+    }
+
+    #[test]
+    fn only_a_provisional_feature_is_validated() {
+        assert_eq!(before_validation(&provisional(1)).unwrap(), None);
+        let mut state = provisional(1);
+        state.status = Status::Done;
+        let done = before_validation(&state).unwrap().unwrap();
+        assert_eq!(
+            (done.change, done.exit_code),
+            (Change::Keep, exit_codes::DONE)
+        );
+        state.status = Status::Pending;
+        assert!(before_validation(&state)
+            .unwrap_err()
+            .message
+            .contains("F-1 is pending: only a provisional feature"));
+    }
+
     #[test]
     fn one_clear_verdict_decides() {
         let pass = decide(

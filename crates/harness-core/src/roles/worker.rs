@@ -741,6 +741,123 @@ mod tests {
         );
     }
 
+    /// Iteration 3 of 10 of F-1, begun.
+    fn third_iteration() -> RunState {
+        let mut state = RunState::new(FeatureId::parse("F-1").unwrap(), 10, "P", time::now());
+        for run in ["r1", "r2", "r3"] {
+            state.begin_iteration(run, time::now());
+        }
+        state
+    }
+
+    fn config(extra: &str) -> Config {
+        Config::parse(
+            &format!("agent:\n  command: [a]\n{extra}"),
+            std::path::Path::new("config.yaml"),
+        )
+        .unwrap()
+    }
+
+    fn judged(decision: Decision) -> Judgement {
+        Judgement {
+            decision,
+            outcome: Outcome::NoPromise,
+            ended: "ended without the promise".into(),
+            streaks: Streaks {
+                rate_limited: decision == Decision::WaitForLimit,
+                limited_in_a_row: 2,
+                unchanged_in_a_row: 3,
+            },
+        }
+    }
+
+    fn transition_of(decision: Decision, config: &Config, interrupted: bool) -> Transition {
+        transition(&third_iteration(), &judged(decision), config, interrupted)
+    }
+
+    #[test]
+    fn a_complete_feature_goes_to_the_validator_or_lands() {
+        let validated = transition_of(Decision::Complete, &config(""), false);
+        assert_eq!(validated.change, Change::To(Status::Provisional));
+        assert_eq!(validated.exit_code, exit_codes::PROVISIONAL);
+        assert_eq!(
+            validated.message,
+            "F-1 iteration 3/10 delivered the promise; the validator checks it next"
+        );
+        let unvalidated = transition_of(Decision::Complete, &config("validate: false\n"), false);
+        assert_eq!(unvalidated.change, Change::Land);
+        assert_eq!(unvalidated.exit_code, exit_codes::DONE);
+        assert_eq!(unvalidated.message, "F-1 done on iteration 3/10");
+    }
+
+    #[test]
+    fn a_restart_goes_on_unless_an_interrupt_came() {
+        let restart = transition_of(Decision::Restart, &config(""), false);
+        assert_eq!(restart.change, Change::To(Status::Running));
+        assert_eq!(restart.exit_code, exit_codes::CONTINUE);
+        assert_eq!(
+            restart.message,
+            "F-1 iteration 3/10: ended without the promise; 7 left"
+        );
+        let interrupted = transition_of(Decision::Restart, &config(""), true);
+        assert_eq!(interrupted.change, Change::To(Status::Pending));
+        assert_eq!(interrupted.exit_code, exit_codes::INTERRUPTED);
+        assert_eq!(interrupted.message, restart.message);
+    }
+
+    #[test]
+    fn the_guardrails_stop_with_exit_2() {
+        let give_up = transition_of(Decision::GiveUp, &config(""), false);
+        assert_eq!(
+            give_up.change,
+            Change::Fail("max_iterations (10) reached without completion".into())
+        );
+        assert_eq!(give_up.exit_code, exit_codes::GUARDRAIL);
+        assert!(give_up.message.starts_with("F-1 failed: iteration 3/10:"));
+        let over = transition_of(Decision::OverBudget, &config(""), false);
+        assert_eq!(
+            over.change,
+            Change::Pause("ended without the promise".into())
+        );
+        assert_eq!(over.exit_code, exit_codes::GUARDRAIL);
+        assert!(over
+            .message
+            .ends_with("raise the budget in config.yaml to go on"));
+        let stalled = transition_of(Decision::Stalled, &config(""), false);
+        assert_eq!(
+            stalled.change,
+            Change::Fail(
+                "stalled: 3 iterations in a row changed nothing in the working tree".into()
+            )
+        );
+        assert_eq!(stalled.exit_code, exit_codes::GUARDRAIL);
+        assert!(stalled
+            .message
+            .ends_with("re-break it with `./run.sh replan F-1`"));
+    }
+
+    #[test]
+    fn a_halt_leaves_the_feature_pending_and_resumable() {
+        let halt = transition_of(Decision::Halt, &config(""), false);
+        assert_eq!(halt.change, Change::To(Status::Pending));
+        assert_eq!(halt.exit_code, exit_codes::INTERRUPTED);
+        assert!(halt.message.ends_with("run it again to resume"));
+    }
+
+    #[test]
+    fn a_rate_limit_is_waited_out_and_not_counted() {
+        let config = config("rate_limit:\n  wait_secs: 60\n  max_waits: 5\n");
+        let wait = transition_of(Decision::WaitForLimit, &config, false);
+        assert_eq!(wait.change, Change::Retry);
+        assert_eq!(wait.exit_code, exit_codes::CONTINUE);
+        assert!(
+            wait.message
+                .contains("waiting 60 s before trying again (wait 2 of 5; not counted"),
+            "{}",
+            wait.message
+        );
+    }
+
     #[test]
     fn a_used_up_feature_does_not_start() {
         let now = time::now();
