@@ -369,12 +369,38 @@ impl Attempt {
         memory::append_raw(&self.state, &entries).context("cannot append to raw.md")
     }
 
-    /// Writes `result.json` of the run directory.
-    pub fn write_result(&self, record: &impl Serialize) -> anyhow::Result<()> {
-        let mut json = serde_json::to_vec_pretty(record)?;
+    /// Writes `result.json` of the run directory: the run, who ran and when, then the role's
+    /// own `fields` (its outcome, its verdict, its usage…).
+    pub fn write_result(
+        &self,
+        run: &AgentRun,
+        ended_at: Timestamp,
+        fields: &impl Serialize,
+    ) -> anyhow::Result<()> {
+        let record = ResultRecord {
+            run_id: self.run_id.as_str(),
+            role: self.role,
+            started_at: self.started_at,
+            ended_at,
+            duration_ms: run.duration.as_millis(),
+            fields,
+        };
+        let mut json = serde_json::to_vec_pretty(&record)?;
         json.push(b'\n');
         write_atomic(&self.run_dir.join("result.json"), &json).context("cannot write result.json")
     }
+}
+
+/// `result.json` of a run directory.
+#[derive(Debug, Serialize)]
+struct ResultRecord<'a, F> {
+    run_id: &'a str,
+    role: Role,
+    started_at: Timestamp,
+    ended_at: Timestamp,
+    duration_ms: u128,
+    #[serde(flatten)]
+    fields: &'a F,
 }
 
 /// The most of a text agent's output read back for its answer (the end of `output.log`).
@@ -537,13 +563,18 @@ impl Session {
         Ok(())
     }
 
-    /// What the budgets leave for this invocation, or the one that is used up. `spent` keeps
-    /// what each run state spent between the iterations of one process.
-    pub fn budget_left(
+    /// Whether the attempt may start: not when the role's own check stops it (`before`), nor
+    /// when a budget is used up (exit 2, naming it); else what the budgets leave for it.
+    /// `spent` keeps what each run state spent between the iterations of one process.
+    pub fn gate(
         &self,
+        before: Option<Transition>,
         state: &StateDir,
         spent: &mut budget::SpentMemo,
-    ) -> Result<Remaining, Exceeded> {
+    ) -> Result<Remaining, Transition> {
+        if let Some(stop) = before {
+            return Err(stop);
+        }
         let budgets = &self.inputs.config.budgets;
         if budgets.feature.is_none() && budgets.mission.is_none() {
             return Ok(Remaining::default());
@@ -554,7 +585,9 @@ impl Session {
             Some(_) => budget::mission_spent_with(spent, state, Some((&self.state_path, feature))),
             None => Spent::default(),
         };
-        budget::remaining(budgets, feature, mission)
+        budget::remaining(budgets, feature, mission).map_err(|exceeded| {
+            Transition::over_budget(&self.state.feature_id, &exceeded, &state.config())
+        })
     }
 
     /// Names the next attempt of this session: run.sh's run id, or a fresh

@@ -513,18 +513,13 @@ fn record(
 ) -> anyhow::Result<()> {
     let ended_at = time::now();
     attempt.append_raw(run, None, feature, (ended_at, &concluded.report.message))?;
-    attempt.write_result(&result_record(attempt, run, concluded, feature, ended_at))
+    attempt.write_result(run, ended_at, &planner_result(run, concluded, feature))
 }
 
-/// The result.json of a planner invocation.
+/// What a planner's result.json says besides the run, who ran and when.
 #[derive(Debug, Serialize)]
-struct ResultRecord<'a> {
-    run_id: &'a str,
-    role: Role,
+struct PlannerResult<'a> {
     feature_id: Option<&'a str>,
-    started_at: Timestamp,
-    ended_at: Timestamp,
-    duration_ms: u128,
     outcome: Outcome,
     exit_code: Option<i32>,
     signal: Option<i32>,
@@ -549,13 +544,11 @@ struct DecisionRecord<'a> {
 }
 
 /// result.json of a planner invocation.
-fn result_record<'a>(
-    attempt: &'a Attempt,
+fn planner_result<'a>(
     run: &'a AgentRun,
     concluded: &'a Concluded,
     feature: Option<&'a FeatureId>,
-    ended_at: Timestamp,
-) -> ResultRecord<'a> {
+) -> PlannerResult<'a> {
     let features = concluded
         .merge
         .iter()
@@ -575,13 +568,8 @@ fn result_record<'a>(
         })
         .collect();
     let (exit_code, signal) = run.exit_status();
-    ResultRecord {
-        run_id: attempt.run_id.as_str(),
-        role: Role::Planner,
+    PlannerResult {
         feature_id: feature.map(FeatureId::as_str),
-        started_at: attempt.started_at,
-        ended_at,
-        duration_ms: run.duration.as_millis(),
         outcome: concluded.outcome,
         exit_code,
         signal,

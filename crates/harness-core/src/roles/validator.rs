@@ -163,16 +163,11 @@ pub fn validator_prompt(
         .memory(layers.summary.as_deref())
 }
 
-/// The result.json of one validator invocation.
+/// What a validator's result.json says besides the run, who ran and when.
 #[derive(Debug, Serialize)]
-struct ResultRecord<'a> {
-    run_id: &'a str,
+struct ValidatorResult<'a> {
     feature_id: &'a str,
-    role: Role,
     iteration: u32,
-    started_at: Timestamp,
-    ended_at: Timestamp,
-    duration_ms: u128,
     outcome: Outcome,
     exit_code: Option<i32>,
     verdict: &'a str,
@@ -254,19 +249,10 @@ fn verdict_line(id: &FeatureId, verdict: &Verdict) -> String {
 pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
     let place = &request.place;
     let mut session = Session::open(&mut InputMemo::default(), request, Role::Validator)?;
-    if let Some(stop) = before_validation(&session.state)? {
-        return session.stop(stop, &place.state);
-    }
-    let budget = match session.budget_left(&place.state, &mut Default::default()) {
+    let before = before_validation(&session.state)?;
+    let budget = match session.gate(before, &place.state, &mut Default::default()) {
         Ok(budget) => budget,
-        Err(exceeded) => {
-            let stop = Transition::over_budget(
-                &session.state.feature_id,
-                &exceeded,
-                &place.state.config(),
-            );
-            return session.stop(stop, &place.state);
-        }
+        Err(stop) => return session.stop(stop, &place.state),
     };
 
     // Build the prompt.
@@ -326,29 +312,28 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
     session.record_end(&attempt, &run, outcome, ended_at);
     let report = session.apply(transition, &place.state, ended_at)?;
     let last = session.state.attempts.last();
-    attempt.write_result(&ResultRecord {
-        run_id: attempt.run_id.as_str(),
-        feature_id: feature.as_str(),
-        role: Role::Validator,
-        iteration: attempt.iteration,
-        started_at: attempt.started_at,
+    attempt.write_result(
+        &run,
         ended_at,
-        duration_ms: run.duration.as_millis(),
-        outcome,
-        exit_code: last.and_then(|a| a.exit_code),
-        verdict: if outcome == Outcome::Verified {
-            "pass"
-        } else {
-            "fail"
+        &ValidatorResult {
+            feature_id: feature.as_str(),
+            iteration: attempt.iteration,
+            outcome,
+            exit_code: last.and_then(|a| a.exit_code),
+            verdict: if outcome == Outcome::Verified {
+                "pass"
+            } else {
+                "fail"
+            },
+            reasons: verdict.reasons(),
+            turns: output.usage.turns,
+            tokens: output.usage.total_tokens(),
+            cost_usd: output.usage.cost_usd,
+            output_bytes: output.bytes,
+            memory_entries: output.entries.len(),
+            memory_entries_dropped: output.entries_dropped,
         },
-        reasons: verdict.reasons(),
-        turns: output.usage.turns,
-        tokens: output.usage.total_tokens(),
-        cost_usd: output.usage.cost_usd,
-        output_bytes: output.bytes,
-        memory_entries: output.entries.len(),
-        memory_entries_dropped: output.entries_dropped,
-    })?;
+    )?;
     session.save()?;
     session.remove_notes_if_done(&place.state)?;
     if session.config().auto_curate {

@@ -407,19 +407,10 @@ fn iterate(
             .state
             .set_max_iterations(max_iterations, session.started_at);
     }
-    if let Some(stop) = before_iteration(&session.state) {
-        return session.stop(stop, &place.state);
-    }
-    let budget = match session.budget_left(&place.state, &mut carry.spent) {
+    let before = before_iteration(&session.state);
+    let budget = match session.gate(before, &place.state, &mut carry.spent) {
         Ok(budget) => budget,
-        Err(exceeded) => {
-            let stop = Transition::over_budget(
-                &session.state.feature_id,
-                &exceeded,
-                &place.state.config(),
-            );
-            return session.stop(stop, &place.state);
-        }
+        Err(stop) => return session.stop(stop, &place.state),
     };
 
     // Build the prompt.
@@ -541,7 +532,7 @@ fn write(
     }
     let goes_on = transition.change == Change::To(Status::Running);
     let report = session.apply(transition, state_dir, ended_at)?;
-    attempt.write_result(&result_record(&session.state, record))?;
+    attempt.write_result(run, ended_at, &worker_result(&session.state, record))?;
     if goes_on {
         // Written with the next attempt's start, or when the loop ends: one write, not two.
         session.pending = true;
@@ -590,17 +581,12 @@ fn wait_for_limit(
     }
 }
 
-/// The result.json of one worker invocation.
+/// What a worker's result.json says besides the run, who ran and when.
 #[derive(Debug, Serialize)]
-struct ResultRecord<'a> {
-    run_id: &'a str,
+struct WorkerResult<'a> {
     feature_id: &'a str,
-    role: Role,
     iteration: u32,
     max_iterations: u32,
-    started_at: Timestamp,
-    ended_at: Timestamp,
-    duration_ms: u128,
     outcome: Outcome,
     exit_code: Option<i32>,
     signal: Option<i32>,
@@ -622,25 +608,20 @@ struct ResultRecord<'a> {
 }
 
 /// result.json of `record`, its attempt's end recorded in `state`.
-fn result_record<'a>(state: &'a RunState, record: &'a Record) -> ResultRecord<'a> {
+fn worker_result<'a>(state: &'a RunState, record: &'a Record) -> WorkerResult<'a> {
     let Record {
         attempt,
         run,
         seen,
         judgement,
-        ended_at,
+        ..
     } = *record;
     let output = &run.output;
     let last = state.attempts.last();
-    ResultRecord {
-        run_id: attempt.run_id.as_str(),
+    WorkerResult {
         feature_id: state.feature_id.as_str(),
-        role: Role::Worker,
         iteration: attempt.iteration,
         max_iterations: attempt.max_iterations,
-        started_at: attempt.started_at,
-        ended_at,
-        duration_ms: run.duration.as_millis(),
         outcome: judgement.outcome,
         exit_code: last.and_then(|a| a.exit_code),
         signal: last.and_then(|a| a.signal),

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::agent::{AgentRun, End};
 use crate::base::signals;
-use crate::base::time::{self, Timestamp};
+use crate::base::time;
 use crate::roles::attempt::{Attempt, Place};
 use crate::roles::inputs;
 use crate::roles::prompt::Prompt;
@@ -97,18 +97,17 @@ pub fn propose(request: &Request, snapshot: &Snapshot, draft: &Pass) -> anyhow::
         format!("agent rewrite of summary.md rejected: {}", verdict.reason)
     };
     let entries = attempt.raw_entries(&run, None, None, (ended_at, &outcome));
-    attempt.write_result(&ResultRecord {
-        run_id: attempt.run_id.as_str(),
-        role: Role::Curator,
-        started_at: attempt.started_at,
+    attempt.write_result(
+        &run,
         ended_at,
-        duration_ms: run.duration.as_millis(),
-        accepted: verdict.accepted,
-        reason: &verdict.reason,
-        wordings: &wordings,
-        memory_entries: run.output.entries.len(),
-        memory_entries_dropped: run.output.entries_dropped,
-    })?;
+        &CuratorResult {
+            accepted: verdict.accepted,
+            reason: &verdict.reason,
+            wordings: &wordings,
+            memory_entries: run.output.entries.len(),
+            memory_entries_dropped: run.output.entries_dropped,
+        },
+    )?;
     Ok(Proposal {
         wordings,
         verdict,
@@ -156,14 +155,9 @@ fn decide(
     })
 }
 
-/// The result.json of a curator agent run.
+/// What the result.json of a curator agent run says besides the run, who ran and when.
 #[derive(Debug, Serialize)]
-struct ResultRecord<'a> {
-    run_id: &'a str,
-    role: Role,
-    started_at: Timestamp,
-    ended_at: Timestamp,
-    duration_ms: u128,
+struct CuratorResult<'a> {
     accepted: bool,
     reason: &'a str,
     wordings: &'a BTreeMap<String, String>,
