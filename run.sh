@@ -153,10 +153,16 @@ forward_interrupt() {
 }
 trap forward_interrupt INT TERM
 
-# Runs a command as a child that forward_interrupt can reach; returns its exit status.
+# Runs a command as a child that forward_interrupt can reach; returns its exit status. The child
+# gets no descriptor 9 (the feature's lock, which no agent may inherit) unless LOCK_FD=9 is set
+# for it.
 run_child() {
   local pid rc=0
-  "$@" 9>&- &
+  if [[ ${LOCK_FD:-} == 9 ]]; then
+    "$@" &
+  else
+    "$@" 9>&- &
+  fi
   pid=$!
   CHILDREN=("$pid")
   # `wait` returns early when a trapped signal arrives; wait again until the child has ended.
@@ -192,42 +198,51 @@ cmd_init() {
 cmd_feature() {
   local feature=$1 rc
   find_binaries
-  # Every input error (config, features, id, agent command) surfaces before anything changes;
-  # the id is checked there, not here, before it becomes part of the lock file's path below.
-  "$WORKER" check -C "$WORKDIR" --feature="$feature" || exit $?
-
-  local problem
-  problem=$(mkdir -p "$STATE_DIR/locks" 2>&1) ||
-    die "${problem#mkdir: }" "the state directory must be writable by you"
-  # The lock lives as long as this shell holds descriptor 9; it is closed for the worker, so no
-  # agent can inherit it and outlive us holding it.
-  if ! { exec 9>>"$STATE_DIR/locks/$feature.lock"; } 2>/dev/null; then
-    die "cannot open $STATE_DIR/locks/$feature.lock: permission denied or not a file" \
-      "the state directory must be writable by you"
+  # The worker refuses an id that is not a feature id before it becomes part of a path here.
+  local lock_file
+  lock_file=$("$WORKER" lock-file -C "$WORKDIR" --feature="$feature") || exit $?
+  # The lock lives as long as this shell holds descriptor 9. Without a state directory there is
+  # nothing to lock, and the worker says what to do.
+  local lock_fd=''
+  if [[ -d $STATE_DIR ]]; then
+    local problem
+    problem=$(mkdir -p "${lock_file%/*}" 2>&1) ||
+      die "${problem#mkdir: }" "the state directory must be writable by you"
+    if ! { exec 9>>"$lock_file"; } 2>/dev/null; then
+      die "cannot open $lock_file: permission denied or not a file" \
+        "the state directory must be writable by you"
+    fi
+    lock_fd=9
   fi
-  "$WORKER" lock -C "$WORKDIR" --feature "$feature" --fd 9 || exit $?
   export HARNESS_FEATURE_LOCK_PID=$$
   # The agents work in the project, or in the feature's own git worktree (for `all --parallel`);
   # the state is the project's either way.
   local agent_dir=$WORKDIR
-  if [[ -n $WORKTREE ]]; then
-    # Not in $(…): the worker must be our own child to share our lock.
-    "$WORKER" worktree -C "$WORKDIR" --feature "$feature" >/dev/null 9>&- || exit $?
-    agent_dir=$STATE_DIR/worktrees/$feature
-  fi
+  [[ -n $WORKTREE ]] && agent_dir=$STATE_DIR/worktrees/$feature
   export HARNESS_WORKDIR=$agent_dir HARNESS_STATE_DIR=$STATE_DIR HARNESS_FEATURE_ID=$feature
 
   local -a flags=()
   [[ -n $MAX_ITERATIONS ]] && flags+=(--max-iterations "$MAX_ITERATIONS")
   [[ -n $QUIET ]] && flags+=(--quiet)
   # The worker runs iteration after iteration itself (--loop: one process, not one per
-  # iteration), and returns here for the validator or to stop. Each role names its own runs
-  # (HARNESS_RUN_ID in their agents' environment); one from our caller must not reach them.
+  # iteration), and returns here for the validator or to stop. The first one checks every input
+  # before anything changes (config, features, the agent commands: parsed once, for its
+  # iterations too), then takes the feature's lock for this shell on descriptor 9 (the only
+  # child that gets it) and makes the worktree. Each role names its own runs (HARNESS_RUN_ID in
+  # their agents' environment); one from our caller must not reach them.
   unset HARNESS_RUN_ID
+  local first=1
   while :; do
     rc=0
-    run_child "$WORKER" --loop --feature "$feature" -C "$agent_dir" --state-dir "$STATE_DIR" \
-      ${flags[@]+"${flags[@]}"} || rc=$?
+    if [[ -n $first ]]; then
+      first=''
+      LOCK_FD=$lock_fd run_child "$WORKER" --loop --feature="$feature" -C "$WORKDIR" \
+        --state-dir "$STATE_DIR" ${lock_fd:+--lock-fd "$lock_fd"} ${WORKTREE:+--worktree} \
+        ${flags[@]+"${flags[@]}"} || rc=$?
+    else
+      run_child "$WORKER" --loop --feature="$feature" -C "$agent_dir" --state-dir "$STATE_DIR" \
+        ${flags[@]+"${flags[@]}"} || rc=$?
+    fi
     if [[ $rc -eq $EXIT_PROVISIONAL ]]; then
       rc=0
       run_child "$VALIDATOR" --feature "$feature" -C "$agent_dir" --state-dir "$STATE_DIR" \

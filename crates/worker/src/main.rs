@@ -8,8 +8,12 @@ use anyhow::Context;
 use clap::Parser;
 use harness_cli::{FeatureArgs, Install, Place};
 use harness_core::base::exit_codes;
-use harness_core::roles::inputs::{check_inputs, InputMemo};
-use harness_core::roles::worker::{run_worker_iteration, run_worker_loop, WorkerRequest};
+use harness_core::roles::attempt::lock_for_caller;
+use harness_core::roles::inputs::InputMemo;
+use harness_core::roles::worker::{
+    assign_worktree, check_run_inputs, run_worker_iteration, run_worker_loop, RunStart,
+    WorkerRequest,
+};
 use harness_core::spec::features::FeatureId;
 use harness_core::spec::role::Role;
 
@@ -75,6 +79,16 @@ enum Command {
         #[arg(long)]
         version: bool,
     },
+    /// For run.sh: print the path of the feature's lock file, which run.sh opens and hands to
+    /// `--loop --lock-fd` (the id is checked first: it becomes part of that path).
+    #[command(hide = true)]
+    LockFile {
+        #[command(flatten)]
+        place: Place,
+        /// The feature.
+        #[arg(long, env = "HARNESS_FEATURE_ID")]
+        feature: String,
+    },
     /// For run.sh: take the feature's lock on an inherited file descriptor, on behalf of the
     /// calling process (which keeps it until it closes the descriptor); exit 75 if it is held.
     #[command(hide = true)]
@@ -104,6 +118,16 @@ struct IterationArgs {
     /// invocation per iteration would. Never exits 10. --run-id names the first iteration only.
     #[arg(long = "loop")]
     run_loop: bool,
+
+    /// With --loop, for run.sh: once the inputs are checked, take the feature's lock on this
+    /// inherited descriptor on behalf of the calling process (exit 75 if it is held).
+    #[arg(long, requires = "run_loop", hide = true)]
+    lock_fd: Option<i32>,
+
+    /// With --loop: run the feature in its own git worktree (`.harness/worktrees/<FEATURE>` on
+    /// branch `harness/<FEATURE>`, made from HEAD), merged back when it is accepted.
+    #[arg(long, requires = "run_loop")]
+    worktree: bool,
 }
 
 fn main() -> ExitCode {
@@ -112,6 +136,7 @@ fn main() -> ExitCode {
         Some(Command::Init { place }) => init(place),
         Some(Command::Check { place, feature }) => check(place, &feature),
         Some(Command::Lock { place, feature, fd }) => lock(place, &feature, fd),
+        Some(Command::LockFile { place, feature }) => lock_file(place, &feature),
         Some(Command::Worktree { feature }) => worktree(&feature),
         Some(Command::Explain { feature, role }) => explain(&feature, role),
         Some(Command::About { install, version }) => about(&install, version),
@@ -137,31 +162,21 @@ fn check(place: Place, feature: &str) -> anyhow::Result<u8> {
     let (workdir, state) = place.resolve()?;
     let path = std::env::var_os("PATH");
     let mut memo = InputMemo::default();
-    let path = path.as_deref();
-    let inputs = check_inputs(&mut memo, &workdir, &state, &feature, Role::Worker, path)?;
-    // The validator's agent may be another program: a run must not fail on it hours later.
-    if inputs.config.validate {
-        check_inputs(&mut memo, &workdir, &state, &feature, Role::Validator, path)?;
-    }
+    check_run_inputs(&mut memo, &workdir, &state, &feature, path.as_deref())?;
+    Ok(exit_codes::DONE)
+}
+
+fn lock_file(place: Place, feature: &str) -> anyhow::Result<u8> {
+    let feature = FeatureId::parse(feature)?;
+    let (_, state) = place.resolve()?;
+    println!("{}", state.feature_lock(&feature).display());
     Ok(exit_codes::DONE)
 }
 
 fn lock(place: Place, feature: &str, fd: i32) -> anyhow::Result<u8> {
     let feature = FeatureId::parse(feature)?;
     let (_, state) = place.resolve()?;
-    let holder = harness_core::base::locks::describe_holder(
-        std::os::unix::process::parent_id(),
-        &format!("run.sh {feature}"),
-        &harness_core::base::time::format(harness_core::base::time::now()),
-    );
-    harness_core::base::locks::acquire_for_parent(
-        fd,
-        &state.feature_lock(&feature),
-        feature.as_str(),
-        &holder,
-    )?;
-    // Once per run, with the feature ours: what a killed run left half-written goes.
-    harness_core::roles::attempt::sweep_stale_temps(&state, &feature);
+    lock_for_caller(&state, &feature, fd)?;
     Ok(exit_codes::DONE)
 }
 
@@ -194,8 +209,7 @@ fn explain(args: &FeatureArgs, role: ExplainRole) -> anyhow::Result<u8> {
 }
 
 fn worktree(args: &FeatureArgs) -> anyhow::Result<u8> {
-    let request = args.request()?;
-    let path = harness_core::mission::worktree::assign(&request)?;
+    let path = assign_worktree(&mut InputMemo::default(), &args.request()?)?;
     println!("{}", path.display());
     Ok(exit_codes::DONE)
 }
@@ -206,7 +220,11 @@ fn iterate(args: IterationArgs) -> anyhow::Result<u8> {
         max_iterations: args.max_iterations,
     };
     let report = if args.run_loop {
-        run_worker_loop(&request)?
+        let start = RunStart {
+            lock_fd: args.lock_fd,
+            worktree: args.worktree,
+        };
+        run_worker_loop(&request, start)?
     } else {
         run_worker_iteration(&request)?
     };

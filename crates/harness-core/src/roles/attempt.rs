@@ -772,10 +772,25 @@ fn change_state(
     Ok(true)
 }
 
+/// Takes the feature's lock for the caller (run.sh) on `fd`, the descriptor it opened on the lock
+/// file: the lock then belongs to the caller's open file and is held until it closes it, across
+/// every role it runs (exit 75 if another run holds it). Once the feature is ours, what killed
+/// writes left half-written goes.
+pub fn lock_for_caller(state: &StateDir, feature: &FeatureId, fd: i32) -> anyhow::Result<()> {
+    let holder = locks::describe_holder(
+        std::os::unix::process::parent_id(),
+        &format!("run.sh {feature}"),
+        &time::format(time::now()),
+    );
+    locks::acquire_for_parent(fd, &state.feature_lock(feature), feature.as_str(), &holder)?;
+    sweep_stale_temps(state, feature);
+    Ok(())
+}
+
 /// Removes the temporary files that writes killed mid-way (`kill -9`) left in the feature's run
 /// directories, the notes and `.harness/` itself; returns how many. Safe while other features
 /// run: only files of writers that no longer exist go.
-pub fn sweep_stale_temps(state: &StateDir, feature: &FeatureId) -> usize {
+fn sweep_stale_temps(state: &StateDir, feature: &FeatureId) -> usize {
     let runs = state.feature_runs(feature);
     let run_dirs = fs::read_dir(&runs)
         .into_iter()

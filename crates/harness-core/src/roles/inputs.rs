@@ -179,3 +179,34 @@ fn notes_with_parent(state: &StateDir, feature: &FeatureId) -> anyhow::Result<Op
         (inherited, own) => inherited.or(own),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    static PARSES: AtomicUsize = AtomicUsize::new(0);
+
+    fn counted(text: &str, _: &Path) -> Result<String, InputError> {
+        PARSES.fetch_add(1, Ordering::SeqCst);
+        Ok(text.to_uppercase())
+    }
+
+    #[test]
+    fn a_file_is_parsed_again_only_when_its_bytes_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        let mut slot = None;
+        std::fs::write(&path, "a").unwrap();
+        assert_eq!(parsed(&mut slot, &path, counted).unwrap(), "A");
+        assert_eq!(parsed(&mut slot, &path, counted).unwrap(), "A");
+        assert_eq!(PARSES.load(Ordering::SeqCst), 1);
+        std::fs::write(&path, "b").unwrap();
+        assert_eq!(parsed(&mut slot, &path, counted).unwrap(), "B");
+        assert_eq!(PARSES.load(Ordering::SeqCst), 2);
+        // A file that became unreadable is an error, whatever was parsed before.
+        std::fs::remove_file(&path).unwrap();
+        assert!(parsed(&mut slot, &path, counted).is_err());
+    }
+}

@@ -4,6 +4,9 @@
 //! prompt → run the agent → decide ([`on_agent_stop`], [`apply_streaks`]) → transition
 //! ([`transition`], pure) → write. [`run_worker_loop`] runs iterations in turn in one process.
 
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
 use anyhow::Context;
 use serde::Serialize;
 
@@ -13,17 +16,21 @@ use crate::base::exit_codes;
 use crate::base::git;
 use crate::base::signals;
 use crate::base::time::{self, Timestamp};
-use crate::roles::attempt::{Attempt, Change, FeatureRequest, RoleReport, Session, Transition};
-use crate::roles::inputs::InputMemo;
+use crate::roles::attempt::{
+    self, Attempt, Change, FeatureRequest, Place, RoleReport, Session, Transition,
+};
+use crate::roles::inputs::{self, InputMemo};
 use crate::roles::prompt::{completion_tag, WorkerPrompt};
 use crate::spec::config::Config;
-use crate::spec::layout::RunId;
+use crate::spec::features::FeatureId;
+use crate::spec::layout::{RunId, StateDir};
 use crate::spec::role::Role;
 use crate::state::budget;
 use crate::state::memory::{self, Tag};
 use crate::state::notes::{self, AttemptNote};
 use crate::state::run_state::{Outcome, RunState, Status};
 use crate::state::usage::UsageRecord;
+use crate::state::worktree;
 
 /// What happens after an agent stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -306,15 +313,42 @@ pub fn run_worker_iteration(request: &WorkerRequest) -> anyhow::Result<RoleRepor
     finish(&mut carry, result)
 }
 
+/// What run.sh asks of the worker's loop once per run, before its first iteration.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunStart {
+    /// The descriptor run.sh opened on the feature's lock file: once the inputs are checked, the
+    /// lock is taken on it for run.sh (see [`attempt::lock_for_caller`]).
+    pub lock_fd: Option<i32>,
+    /// Run the feature in its own git worktree (`./run.sh all --parallel`).
+    pub worktree: bool,
+}
+
 /// Runs iterations of the Ralph loop on the requested feature in this one process, each exactly
 /// as [`run_worker_iteration`] would (inputs and layers re-read from disk, a fresh agent,
 /// everything recorded), until one ends with anything but "continue": the feature is complete or
 /// provisional, a guardrail stopped it, or an interrupt came. Spares a process start per
 /// iteration, the parsing of inputs that did not change, and (the feature's locks being held
-/// throughout, see [`Carry`]) a write and a read of the run state.
-pub fn run_worker_loop(request: &WorkerRequest) -> anyhow::Result<RoleReport> {
+/// throughout, see [`Carry`]) a write and a read of the run state. Before the first iteration,
+/// what `start` asks: every input is checked (the validator's agent too) before anything changes,
+/// with the parse the iterations then use, and the lock is taken and the worktree made.
+pub fn run_worker_loop(request: &WorkerRequest, start: RunStart) -> anyhow::Result<RoleReport> {
     let mut carry = Carry::default();
     let mut request = request.clone();
+    let feature = &request.feature;
+    let place = &feature.place;
+    check_run_inputs(
+        &mut carry.inputs,
+        &place.workdir,
+        &place.state,
+        &feature.feature,
+        place.path_var.as_deref(),
+    )?;
+    if let Some(fd) = start.lock_fd {
+        attempt::lock_for_caller(&feature.place.state, &feature.feature, fd)?;
+    }
+    if start.worktree {
+        request.feature.place.workdir = assign_worktree(&mut carry.inputs, &request.feature)?;
+    }
     let parent = std::os::unix::process::parent_id();
     loop {
         // Every ending but "continue" has written the kept session's state (see run_iteration).
@@ -349,6 +383,48 @@ pub fn run_worker_loop(request: &WorkerRequest) -> anyhow::Result<RoleReport> {
         // The run id given is the first iteration's; each later one makes its own.
         request.feature.run_id = None;
     }
+}
+
+/// Checks every input a run of `feature` needs, through `memo`: the worker's, and the
+/// validator's agent when one validates (a run must not fail on it hours later).
+pub fn check_run_inputs(
+    memo: &mut InputMemo,
+    workdir: &Path,
+    state: &StateDir,
+    feature: &FeatureId,
+    path_var: Option<&OsStr>,
+) -> Result<(), InputError> {
+    let inputs = inputs::check_inputs(memo, workdir, state, feature, Role::Worker, path_var)?;
+    if inputs.config.validate {
+        inputs::check_inputs(memo, workdir, state, feature, Role::Validator, path_var)?;
+    }
+    Ok(())
+}
+
+/// Gives the requested feature its own git worktree (`.harness/worktrees/<FEATURE>` on branch
+/// `harness/<FEATURE>`, from the main working directory's HEAD) unless it has one, recorded in its
+/// run state; returns the worktree's path, the feature's working directory from then on.
+pub fn assign_worktree(memo: &mut InputMemo, request: &FeatureRequest) -> anyhow::Result<PathBuf> {
+    let main = &request.place.workdir;
+    if !git::is_repo(main) {
+        return Err(InputError::in_file(
+            main,
+            "not a git repository: features can only run in parallel in git worktrees",
+        )
+        .with_hint("run one feature at a time (no --parallel), or `git init` the project")
+        .into());
+    }
+    let mut session = Session::open(memo, request, Role::Worker)?;
+    if let Some(existing) = &session.state.worktree {
+        if existing.path.join(".git").exists() {
+            return Ok(existing.path.clone());
+        }
+    }
+    let worktree = worktree::prepare(main, &request.place.state, &session.state.feature_id)?;
+    let path = worktree.path.clone();
+    session.state.worktree = Some(worktree);
+    session.save()?;
+    Ok(path)
 }
 
 /// One iteration, on the session `carry` kept open (see [`Carry`]) or a new one. An attempt that
@@ -494,7 +570,7 @@ struct Record<'a> {
 /// state itself (or, when the loop goes on, with the next attempt's start).
 fn write(
     session: &mut Session,
-    place: &crate::roles::attempt::Place,
+    place: &Place,
     record: &Record,
     transition: Transition,
 ) -> anyhow::Result<RoleReport> {
@@ -564,7 +640,7 @@ fn note_outcome(judgement: &Judgement, message: &str, run: &AgentRun) -> String 
 /// came during it.
 fn wait_for_limit(
     report: RoleReport,
-    feature: &crate::spec::features::FeatureId,
+    feature: &FeatureId,
     config: &Config,
 ) -> anyhow::Result<RoleReport> {
     eprintln!("worker: {}", report.message);
@@ -662,7 +738,6 @@ fn peak_rss_kb() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::features::FeatureId;
 
     #[test]
     fn promise_from_a_clean_exit_completes() {

@@ -136,8 +136,8 @@ const ALLOWED: &[(&str, &str)] = &[
         "path.join(\".git\").exists()",
     ),
     (
-        "harness-core/src/mission/worktree.rs",
-        "path.join(\".git\").exists()",
+        "harness-core/src/roles/worker.rs",
+        "existing.path.join(\".git\").exists()",
     ),
     ("cli/src/lib.rs", "if !workdir.is_dir() {"),
     // The harness install, the identity directory seeded from it, the agent's program on PATH.
