@@ -152,35 +152,7 @@ pub fn run(harness: &Harness, options: &Options) -> anyhow::Result<String> {
     );
     text.push_str("| state | harness total (s) | bare loop total (s) | harness per iteration (ms) | bare loop per iteration (ms) | overhead per iteration (ms) | overhead range (ms) | ratio | CPU overhead per iteration (ms) | prompt |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (case, samples) in &rows {
-        let harness_times: Vec<Duration> = samples.iter().map(|s| s.harness).collect();
-        let bare_times: Vec<Duration> = samples.iter().map(|s| s.bare).collect();
-        let overheads: Vec<f64> = samples
-            .iter()
-            .map(|s| (s.harness.as_secs_f64() - s.bare.as_secs_f64()) / n)
-            .collect();
-        let ratios: Vec<f64> = samples
-            .iter()
-            .map(|s| s.harness.as_secs_f64() / s.bare.as_secs_f64())
-            .collect();
-        let cpu: Vec<f64> = samples
-            .iter()
-            .map(|s| (s.harness_cpu.as_secs_f64() - s.bare_cpu.as_secs_f64()) / n)
-            .collect();
-        let (low, high) = range(&overheads);
-        text.push_str(&format!(
-            "| {} | {} | {} | {} | {} | **{}** | {}–{} | {:.1}× | {} | {} |\n",
-            case.name,
-            secs(median_secs(&harness_times)),
-            secs(median_secs(&bare_times)),
-            ms(median_secs(&harness_times) / n),
-            ms(median_secs(&bare_times) / n),
-            ms(median(&overheads)),
-            ms(low),
-            ms(high),
-            median(&ratios),
-            ms(median(&cpu)),
-            bytes(samples.last().map_or(0, |s| s.prompt_bytes))
-        ));
+        text.push_str(&table_row(case.name, samples, n));
     }
     text.push_str(&format!(
         "\nThe large state: {} features in features.yaml, {} archived memory entries (archive/) and {} more in raw.md, a 40-line summary.md, a 200-line MEMORY.md, an identity file, and {} earlier attempts whose notes sections hold ~3,000 characters each (a ~{} KiB notes file, of which the prompt carries the newest sections; the bare loop's agent reads the same prompts).\n\n",
@@ -199,6 +171,39 @@ pub fn run(harness: &Harness, options: &Options) -> anyhow::Result<String> {
         text.push_str(&format!("| {name} | {} |\n", ms(value)));
     }
     Ok(text)
+}
+
+/// The table's row of one state: medians of its runs, the overhead and its range.
+fn table_row(name: &str, samples: &[Sample], n: f64) -> String {
+    let harness_times: Vec<Duration> = samples.iter().map(|s| s.harness).collect();
+    let bare_times: Vec<Duration> = samples.iter().map(|s| s.bare).collect();
+    let overheads: Vec<f64> = samples
+        .iter()
+        .map(|s| (s.harness.as_secs_f64() - s.bare.as_secs_f64()) / n)
+        .collect();
+    let ratios: Vec<f64> = samples
+        .iter()
+        .map(|s| s.harness.as_secs_f64() / s.bare.as_secs_f64())
+        .collect();
+    let cpu: Vec<f64> = samples
+        .iter()
+        .map(|s| (s.harness_cpu.as_secs_f64() - s.bare_cpu.as_secs_f64()) / n)
+        .collect();
+    let (low, high) = range(&overheads);
+    format!(
+        "| {} | {} | {} | {} | {} | **{}** | {}–{} | {:.1}× | {} | {} |\n",
+        name,
+        secs(median_secs(&harness_times)),
+        secs(median_secs(&bare_times)),
+        ms(median_secs(&harness_times) / n),
+        ms(median_secs(&bare_times) / n),
+        ms(median(&overheads)),
+        ms(low),
+        ms(high),
+        median(&ratios),
+        ms(median(&cpu)),
+        bytes(samples.last().map_or(0, |s| s.prompt_bytes))
+    )
 }
 
 /// One run of the harness and one of the bare loop on a fresh copy of the case's state.

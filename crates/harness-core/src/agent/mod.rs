@@ -494,42 +494,7 @@ enum Signal {
 pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
     let started = Instant::now();
     let mut log = fs::open(invocation.log, fs::Mode::Create)?;
-    let (pipe_reader, pipe_writer) = io::pipe()?;
-
-    let mut command = Command::new(&invocation.argv[0]);
-    command
-        .args(&invocation.argv[1..])
-        .current_dir(invocation.workdir)
-        .envs(invocation.env.iter().map(|(k, v)| (k, v)))
-        .stdout(pipe_writer.try_clone()?)
-        .stderr(pipe_writer)
-        .process_group(0);
-    match invocation.prompt_via {
-        PromptVia::Stdin => {
-            command.stdin(Stdio::piped());
-        }
-        PromptVia::Arg => {
-            command.arg(invocation.prompt).stdin(Stdio::null());
-        }
-        PromptVia::File => {
-            command
-                .env("HARNESS_PROMPT_FILE", invocation.prompt_file)
-                .stdin(Stdio::null());
-        }
-    }
-    // SAFETY: the closure makes only async-signal-safe calls (sigprocmask, prctl).
-    unsafe {
-        command.pre_exec(|| {
-            signals::reset_in_child();
-            // If the harness dies (kill -9), the agent is not left working unsupervised.
-            #[cfg(target_os = "linux")]
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    let mut child = command.spawn()?;
-    // Our copies of the pipe's write end must go, or the reader would never see the end.
-    drop(command);
+    let (mut child, pipe_reader) = spawn(invocation)?;
     let pgid = child.id() as i32;
 
     let (sender, signals_in) = mpsc::channel::<Signal>();
@@ -620,6 +585,48 @@ pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
         output,
         log_error,
     })
+}
+
+/// Starts the agent in its own process group, its stdout and stderr on one pipe, its prompt
+/// delivered as configured (on stdin: written by the caller); returns it and the pipe's end.
+fn spawn(invocation: &Invocation) -> io::Result<(std::process::Child, io::PipeReader)> {
+    let (pipe_reader, pipe_writer) = io::pipe()?;
+
+    let mut command = Command::new(&invocation.argv[0]);
+    command
+        .args(&invocation.argv[1..])
+        .current_dir(invocation.workdir)
+        .envs(invocation.env.iter().map(|(k, v)| (k, v)))
+        .stdout(pipe_writer.try_clone()?)
+        .stderr(pipe_writer)
+        .process_group(0);
+    match invocation.prompt_via {
+        PromptVia::Stdin => {
+            command.stdin(Stdio::piped());
+        }
+        PromptVia::Arg => {
+            command.arg(invocation.prompt).stdin(Stdio::null());
+        }
+        PromptVia::File => {
+            command
+                .env("HARNESS_PROMPT_FILE", invocation.prompt_file)
+                .stdin(Stdio::null());
+        }
+    }
+    // SAFETY: the closure makes only async-signal-safe calls (sigprocmask, prctl).
+    unsafe {
+        command.pre_exec(|| {
+            signals::reset_in_child();
+            // If the harness dies (kill -9), the agent is not left working unsupervised.
+            #[cfg(target_os = "linux")]
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let child = command.spawn()?;
+    // Our copies of the pipe's write end must go, or the reader would never see the end.
+    drop(command);
+    Ok((child, pipe_reader))
 }
 
 /// The copier between the agent's pipe and everything that reads its output.

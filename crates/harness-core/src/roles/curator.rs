@@ -148,15 +148,19 @@ pub struct Files {
 }
 
 impl Files {
+    /// `archive/<chunk>`, when the pass writes a new archive chunk.
+    pub fn chunk_path(&self) -> Option<String> {
+        let (seq, _) = self.chunk.as_ref()?;
+        Some(format!("archive/{}", log::chunk_name(*seq)))
+    }
+
     /// The names of the files that change, in the order they are written.
     pub fn names(&self) -> Vec<String> {
         let mut names = Vec::new();
         if self.mission.is_some() {
             names.push("mission-id".to_string());
         }
-        if let Some((seq, _)) = &self.chunk {
-            names.push(format!("archive/{}", log::chunk_name(*seq)));
-        }
+        names.extend(self.chunk_path());
         let fixed = [
             (self.demoted.is_some(), format!("archive/{DEMOTED_FILE}")),
             (self.memory.is_some(), "MEMORY.md".to_string()),
@@ -336,13 +340,7 @@ pub fn curate(
     check()?;
 
     // Graduation, and this mission's failure modes in the ledger.
-    let eligible: Vec<&Item> = items
-        .iter()
-        .filter(|item| item.kind != Kind::Decision && place[item.id.as_str()] != Place::Dismissed)
-        .collect();
-    let ledger = snapshot
-        .ledger
-        .with_mission(&snapshot.mission, &snapshot.project, &eligible);
+    let (eligible, ledger) = eligible_and_ledger(snapshot, &items, &place);
     let recurrence = Recurrence::new(&ledger, params.similarity);
     let graduations = graduation::graduate(
         &eligible,
@@ -363,32 +361,18 @@ pub fn curate(
     );
     let truncation = log::truncate(&log, &snapshot.raw, params.keep_raw);
     check()?;
-    let has = |wanted: fn(&Place) -> bool| place.values().any(wanted);
-    let mut files = Files {
-        mission: None,
-        chunk: truncation.chunk,
-        demoted: (demoted != snapshot.demoted).then_some(demoted),
-        memory: changed_text(
-            &snapshot.memory,
-            &memory_new,
-            has(|p| matches!(p, Place::Memory(_))),
-        ),
-        summary: changed_text(
-            &snapshot.summary,
-            &summary_new,
-            has(|p| matches!(p, Place::Summary(_))),
-        ),
-        identities: identity_files(&snapshot.identities, &graduations),
-        ledger: (ledger != snapshot.ledger).then(|| ledger.to_json()),
-        record: (record != snapshot.record).then(|| record.to_json()),
-        raw: truncation.raw,
-    };
-    if !snapshot.mission_recorded && files != Files::default() {
-        files.mission = Some(format!("{}\n", snapshot.mission));
-    }
+    let archived_lines = truncation.archived_lines;
+    let files = new_files(
+        snapshot,
+        truncation,
+        demoted,
+        (&memory_new, &summary_new),
+        &place,
+        &graduations,
+        (&ledger, &record),
+    );
 
     let old_places = old_places(&summary_doc, &memory_doc);
-    let old_place = |item: &Item| old_place(item, &old_places);
     // Large, and dropped at once if the pass is given up below.
     let items_report = Background::new(report::items(
         &items,
@@ -400,7 +384,7 @@ pub fn curate(
     let changes = report::changes(
         &items,
         &place,
-        &old_place,
+        &|item: &Item| old_place(item, &old_places),
         &edits.newly_dismissed,
         &graduations,
         cancel,
@@ -411,11 +395,8 @@ pub fn curate(
         malformed: report::malformed(&lines),
         items: items_report.into_inner(),
         changes,
-        archived_lines: truncation.archived_lines,
-        chunk: files
-            .chunk
-            .as_ref()
-            .map(|(seq, _)| format!("archive/{}", log::chunk_name(*seq))),
+        archived_lines,
+        chunk: files.chunk_path(),
         summary: size(&summary_new),
         memory: size(&memory_new),
         warnings,
@@ -428,6 +409,60 @@ pub fn curate(
         report,
         summary_plan: plan,
     })
+}
+
+/// The items that may graduate (lessons and things to avoid the user did not dismiss), and the
+/// cross-mission ledger with this mission's failure modes among them.
+fn eligible_and_ledger<'i>(
+    snapshot: &Snapshot,
+    items: &'i [Item],
+    place: &BTreeMap<&str, Place>,
+) -> (Vec<&'i Item>, Ledger) {
+    let eligible: Vec<&Item> = items
+        .iter()
+        .filter(|item| item.kind != Kind::Decision && place[item.id.as_str()] != Place::Dismissed)
+        .collect();
+    let ledger = snapshot
+        .ledger
+        .with_mission(&snapshot.mission, &snapshot.project, &eligible);
+    (eligible, ledger)
+}
+
+/// The files a pass changes, from what it decided (`None`: unchanged); `.harness/mission-id`
+/// with the first pass that writes anything.
+fn new_files(
+    snapshot: &Snapshot,
+    truncation: log::Truncation,
+    demoted: String,
+    (memory_new, summary_new): (&str, &str),
+    place: &BTreeMap<&str, Place>,
+    graduations: &[Graduation],
+    (ledger, record): (&Ledger, &Record),
+) -> Files {
+    let has = |wanted: fn(&Place) -> bool| place.values().any(wanted);
+    let mut files = Files {
+        mission: None,
+        chunk: truncation.chunk,
+        demoted: (demoted != snapshot.demoted).then_some(demoted),
+        memory: changed_text(
+            &snapshot.memory,
+            memory_new,
+            has(|p| matches!(p, Place::Memory(_))),
+        ),
+        summary: changed_text(
+            &snapshot.summary,
+            summary_new,
+            has(|p| matches!(p, Place::Summary(_))),
+        ),
+        identities: identity_files(&snapshot.identities, graduations),
+        ledger: (*ledger != snapshot.ledger).then(|| ledger.to_json()),
+        record: (*record != snapshot.record).then(|| record.to_json()),
+        raw: truncation.raw,
+    };
+    if !snapshot.mission_recorded && files != Files::default() {
+        files.mission = Some(format!("{}\n", snapshot.mission));
+    }
+    files
 }
 
 /// What the user did by hand since the last pass, as the files and the record tell.
