@@ -43,9 +43,7 @@ pub const TAIL_BYTES: usize = 16 << 10;
 pub struct Invocation<'a> {
     /// The argv; `argv[0]` already resolved (see [`resolve_program`]).
     pub argv: &'a [String],
-    /// The prompt.
     pub prompt: &'a str,
-    /// How the prompt is delivered.
     pub prompt_via: PromptVia,
     /// The file holding the prompt (given in `$HARNESS_PROMPT_FILE` when `prompt_via: file`).
     pub prompt_file: &'a Path,
@@ -53,11 +51,9 @@ pub struct Invocation<'a> {
     pub workdir: &'a Path,
     /// Extra environment (the `HARNESS_*` variables).
     pub env: &'a [(String, String)],
-    /// How long it may run.
     pub timeout: Duration,
     /// Between SIGTERM and SIGKILL.
     pub kill_grace: Duration,
-    /// How to read its output.
     pub output_format: OutputFormat,
     /// Exact texts to look for in the agent's answer (the completion tag, verdict tags).
     pub markers: &'a [String],
@@ -200,11 +196,8 @@ impl Limits {
 /// What the harness learnt from one invocation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentRun {
-    /// How it ended.
     pub end: End,
-    /// How long it ran.
     pub duration: Duration,
-    /// What the output told.
     pub output: OutputSummary,
     /// Set when output.log could not be written completely (a full disk).
     pub log_error: Option<String>,
@@ -235,7 +228,6 @@ impl AgentRun {
 /// What the output reader extracted.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct OutputSummary {
-    /// Bytes of output.
     pub bytes: u64,
     /// How many times each marker was in the agent's answer, in the order given.
     pub marker_counts: Vec<u64>,

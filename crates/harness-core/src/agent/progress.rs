@@ -19,9 +19,7 @@ pub const PLAIN_TICK: Duration = Duration::from_secs(60);
 pub struct Label {
     /// The feature (or `-` for the mission's planner).
     pub feature: String,
-    /// The role.
     pub role: Role,
-    /// The worker iteration.
     pub iteration: u32,
     /// The guardrail.
     pub max_iterations: u32,
@@ -32,7 +30,6 @@ pub struct Label {
 pub struct Snapshot {
     /// Time since the agent started.
     pub elapsed: Duration,
-    /// Usage so far.
     pub usage: Usage,
     /// The largest context seen, when no token total is reported yet.
     pub context_tokens: Option<u64>,

@@ -82,22 +82,17 @@ impl BoardStatus {
 /// The last attempt on a feature.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LastAttempt {
-    /// Who ran.
     pub role: Role,
     /// How it ended (`started` while it runs).
     pub outcome: Outcome,
-    /// When it started.
     pub started_at: Timestamp,
 }
 
 /// One feature on the board.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FeatureRow {
-    /// The id.
     pub id: String,
-    /// The title.
     pub title: String,
-    /// Where it stands.
     pub status: BoardStatus,
     /// Why it failed or is blocked, when known.
     pub reason: Option<String>,
@@ -107,7 +102,6 @@ pub struct FeatureRow {
     pub iteration: u32,
     /// Its guardrail.
     pub max_iterations: u32,
-    /// The last attempt, if any.
     pub last: Option<LastAttempt>,
     /// Seconds spent in its attempts (an attempt still running counts up to now).
     pub time_spent_secs: u64,
@@ -141,7 +135,6 @@ pub struct Totals {
 pub struct Board {
     /// One row per feature, in the order of features.yaml.
     pub features: Vec<FeatureRow>,
-    /// The totals.
     pub totals: Totals,
     /// The identity directory the roles use (`status` shows it; the report does not).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -64,9 +64,7 @@ pub struct Place {
 /// A role invocation on one feature, as run.sh (or a user) asks for it.
 #[derive(Debug, Clone)]
 pub struct FeatureRequest {
-    /// Where it runs.
     pub place: Place,
-    /// The feature.
     pub feature: FeatureId,
     /// The run id run.sh made; generated when absent.
     pub run_id: Option<RunId>,
@@ -106,7 +104,6 @@ pub enum Change {
 /// A role's transition: what its decision does to the feature, the message and the exit code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transition {
-    /// The change to the run state.
     pub change: Change,
     /// One line for the user (also raw.md's outcome line).
     pub message: String,
@@ -141,7 +138,6 @@ impl Transition {
 /// `result.json`), L0, and how the agent runs.
 #[derive(Debug, Clone)]
 pub struct Attempt {
-    /// Who runs.
     pub role: Role,
     /// The run id (the run directory's name).
     pub run_id: RunId,
@@ -149,7 +145,6 @@ pub struct Attempt {
     pub run_dir: PathBuf,
     /// L0.
     pub runtime: RuntimeContext,
-    /// When the attempt started.
     pub started_at: Timestamp,
     /// The worker iteration it is (or follows), for `HARNESS_ITERATION` and the status line.
     pub iteration: u32,
@@ -204,7 +199,6 @@ impl Attempt {
         }
     }
 
-    /// The agent settings of the role.
     pub fn agent(&self) -> &AgentConfig {
         &self.agent
     }
@@ -423,9 +417,7 @@ fn start_failure_hint(error: &std::io::Error, prompt: &str, config: &Path) -> St
 /// loaded.
 #[derive(Debug)]
 pub struct Session {
-    /// Who runs.
     pub role: Role,
-    /// The checked inputs.
     pub inputs: Inputs,
     /// The run state as it is now (recovered, possibly changed since loading).
     pub state: RunState,
@@ -434,7 +426,6 @@ pub struct Session {
     pub loaded: Option<RunState>,
     /// Where the run state lives.
     pub state_path: PathBuf,
-    /// When the invocation started.
     pub started_at: Timestamp,
     /// `roles/<role>.md`.
     pub role_prompt: String,
@@ -540,7 +531,6 @@ impl Session {
         Ok(session)
     }
 
-    /// The config of this invocation.
     pub fn config(&self) -> &Config {
         &self.inputs.config
     }

@@ -188,7 +188,6 @@ impl Files {
 /// A summary bullet as the pass shows it, for the agent's rewrite to start from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shown {
-    /// The item.
     pub id: String,
     /// The bullet's text (before the evidence).
     pub text: String,

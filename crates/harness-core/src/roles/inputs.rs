@@ -20,9 +20,7 @@ use crate::state::run_state::RunState;
 /// What a role's invocation on a feature needs from the user's files, checked.
 #[derive(Debug, Clone)]
 pub struct Inputs {
-    /// config.yaml.
     pub config: Config,
-    /// The feature's spec.
     pub feature: Feature,
     /// The role's agent program, found in `PATH` or the working directory.
     pub program: PathBuf,

@@ -36,7 +36,6 @@ use merge::{Decision, Merge, Placement, PlanRecord, Progress};
 /// A `planner plan` invocation.
 #[derive(Debug, Clone)]
 pub struct PlanRequest {
-    /// Where it runs.
     pub place: Place,
     /// The run id given by run.sh; generated when absent.
     pub run_id: Option<RunId>,

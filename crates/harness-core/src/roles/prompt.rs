@@ -19,7 +19,6 @@ pub struct RuntimeContext {
     pub workdir: PathBuf,
     /// The `.harness/` directory.
     pub state_dir: PathBuf,
-    /// This invocation's id.
     pub run_id: RunId,
 }
 
@@ -121,7 +120,6 @@ impl Prompt {
         }
     }
 
-    /// The prompt text.
     pub fn render(&self) -> String {
         join_sections(&self.sections)
     }

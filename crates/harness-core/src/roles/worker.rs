@@ -135,9 +135,7 @@ struct Seen {
 /// The worker's decision on one attempt, with what it rests on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Judgement {
-    /// What happens next.
     pub decision: Decision,
-    /// How the attempt is recorded.
     pub outcome: Outcome,
     /// How the agent ended, in words.
     pub ended: String,

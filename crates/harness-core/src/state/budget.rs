@@ -16,7 +16,6 @@ use crate::state::run_state::{Attempt, RunState};
 /// What has been spent.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Spent {
-    /// Tokens.
     pub tokens: u64,
     /// USD of the attempts whose cost is known.
     pub cost_usd: f64,

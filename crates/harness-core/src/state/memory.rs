@@ -81,11 +81,9 @@ impl Tag {
 pub struct RawEntry {
     /// When it was appended.
     pub time: Timestamp,
-    /// Who wrote it.
     pub role: Role,
     /// The feature it is about; `None` is written `-`.
     pub feature: Option<FeatureId>,
-    /// Its kind.
     pub tag: Tag,
     /// One line of text.
     pub text: String,

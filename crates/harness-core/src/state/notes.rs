@@ -21,7 +21,6 @@ pub const TAIL_CHARS: usize = 3000;
 pub struct AttemptNote<'a> {
     /// The attempt number (the worker iteration).
     pub attempt: u32,
-    /// Who ran.
     pub role: Role,
     /// When it ended.
     pub time: Timestamp,

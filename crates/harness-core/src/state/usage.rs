@@ -31,7 +31,6 @@ pub struct Usage {
     /// Input tokens, not counting cache reads and writes.
     #[serde(default)]
     pub input_tokens: Option<u64>,
-    /// Output tokens.
     #[serde(default)]
     pub output_tokens: Option<u64>,
     /// Input tokens written to the cache.

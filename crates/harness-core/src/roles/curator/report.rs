@@ -16,11 +16,9 @@ use super::{cut, Cancelled, Params, Place, MEMORY_HISTORY};
 /// One item, for the report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ItemReport {
-    /// Its id.
     pub id: String,
     /// Its tag (the most frequent of its entries).
     pub tag: &'static str,
-    /// What it says.
     pub text: String,
     /// Times seen (distinct invocations).
     pub seen: usize,
@@ -31,9 +29,7 @@ pub struct ItemReport {
     /// Distinct missions it was seen in (failure modes are tracked across missions in the
     /// ledger; other items count this one only).
     pub missions: usize,
-    /// First seen.
     pub first_seen: Timestamp,
-    /// Last seen.
     pub last_seen: Timestamp,
     /// The ids of the raw entries it stands for, oldest first.
     pub evidence: Vec<String>,
@@ -48,9 +44,7 @@ pub struct ItemReport {
 pub struct Change {
     /// `promote`, `demote`, `add`, `move`, `supersede`, `archive`, `dismiss` or `graduate`.
     pub action: &'static str,
-    /// The item.
     pub id: String,
-    /// Its text.
     pub text: String,
     /// Where it was (`None`: nowhere yet).
     pub from: Option<String>,

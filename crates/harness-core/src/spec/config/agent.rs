@@ -209,9 +209,7 @@ impl AgentConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Prices {
-    /// Input tokens.
     pub input_per_mtok: f64,
-    /// Output tokens.
     pub output_per_mtok: f64,
     /// Tokens written to the cache (default: the input price).
     #[serde(default)]

@@ -1,4 +1,4 @@
-//! The Ralph loop through run.sh: iterations, the promise, the guardrail, notes and raw.md.
+//! The worker's loop (the Ralph loop) through run.sh: iterations, the promise, the guardrail, notes and raw.md.
 
 use harness_tests::{code, processes_matching, text, Project};
 
