@@ -123,13 +123,30 @@ pub fn apply_streaks(
     }
 }
 
-/// What an attempt did that the agent's own output does not say: the promise in its answer,
-/// and what it changed in the working tree (`None` without git).
+/// What the harness saw of an attempt besides the agent's own report: the promise in its
+/// answer, what it changed in the working tree (`None` without git), when it ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Seen {
     promise_found: bool,
     commits: Option<u64>,
     tree_changed: Option<bool>,
+    ended_at: Timestamp,
+}
+
+impl Seen {
+    /// What `run` did to the tree in `workdir`, from `before` to `after`.
+    fn of(run: &AgentRun, workdir: &Path, before: &git::Tree, after: &git::Tree) -> Self {
+        Seen {
+            promise_found: run.output.found(0),
+            // Without a repository before, commits and changes are unknown whatever happened.
+            commits: git::new_commits_between(workdir, &before.head, &after.head),
+            tree_changed: before
+                .fingerprint
+                .zip(after.fingerprint)
+                .map(|(before, after)| before != after),
+            ended_at: time::now(),
+        }
+    }
 }
 
 /// The worker's decision on one attempt, with what it rests on.
@@ -517,16 +534,7 @@ fn iterate(
     let markers = [completion_tag(&attempt.promise)];
     let run = session.run(&attempt, &prompt, &markers, &budget)?;
     let after = git::observe(&place.workdir);
-    let ended_at = time::now();
-    let seen = Seen {
-        promise_found: run.output.found(0),
-        // Without a repository before, commits and changes are unknown whatever happened since.
-        commits: git::new_commits_between(&place.workdir, &before.head, &after.head),
-        tree_changed: before
-            .fingerprint
-            .zip(after.fingerprint)
-            .map(|(before, after)| before != after),
-    };
+    let seen = Seen::of(&run, &place.workdir, &before, &after);
 
     // Decide, then transition.
     let judgement = judge(&session.state, &run, &seen, session.config());
@@ -538,14 +546,9 @@ fn iterate(
     );
 
     // Write.
-    let record = Record {
-        attempt: &attempt,
-        run: &run,
-        seen,
-        judgement: &judgement,
-        ended_at,
-    };
-    let report = write(session, place, &record, transition)?;
+    let report = write(
+        session, place, &attempt, &run, &seen, &judgement, transition,
+    )?;
     // After a wait for a rate limit, anyone may have changed the tree: it is looked at again.
     if judgement.decision != Decision::WaitForLimit {
         carry.tree = Some(after);
@@ -554,31 +557,19 @@ fn iterate(
     wait_for_limit(report, &session.state.feature_id, session.config())
 }
 
-/// What is written of one attempt.
-struct Record<'a> {
-    attempt: &'a Attempt,
-    run: &'a AgentRun,
-    seen: Seen,
-    judgement: &'a Judgement,
-    ended_at: Timestamp,
-}
-
-/// Writes what the attempt `record` and its `transition` leave: raw.md's lines, the notes'
-/// section, the attempt's end and the transition in the run state, result.json, then the run
-/// state itself (or, when the loop goes on, with the next attempt's start).
+/// Writes what the attempt and its `transition` leave: raw.md's lines, the notes' section, the
+/// attempt's end and the transition in the run state, result.json, then the run state itself
+/// (or, when the loop goes on, with the next attempt's start).
 fn write(
     session: &mut Session,
     place: &Place,
-    record: &Record,
+    attempt: &Attempt,
+    run: &AgentRun,
+    seen: &Seen,
+    judgement: &Judgement,
     transition: Transition,
 ) -> anyhow::Result<RoleReport> {
-    let Record {
-        attempt,
-        run,
-        seen,
-        judgement,
-        ended_at,
-    } = *record;
+    let ended_at = seen.ended_at;
     let state_dir = &place.state;
     let feature = session.state.feature_id.clone();
     let message = &transition.message;
@@ -606,7 +597,8 @@ fn write(
     }
     let goes_on = transition.change == Change::To(Status::Running);
     let report = session.apply(transition, state_dir, ended_at)?;
-    attempt.write_result(run, ended_at, &worker_result(&session.state, record))?;
+    let result = worker_result(&session.state, attempt, run, seen, judgement);
+    attempt.write_result(run, ended_at, &result)?;
     if goes_on {
         // Written with the next attempt's start, or when the loop ends: one write, not two.
         session.pending = true;
@@ -681,15 +673,14 @@ struct WorkerResult<'a> {
     worker_peak_rss_kb: Option<u64>,
 }
 
-/// result.json of `record`, its attempt's end recorded in `state`.
-fn worker_result<'a>(state: &'a RunState, record: &'a Record) -> WorkerResult<'a> {
-    let Record {
-        attempt,
-        run,
-        seen,
-        judgement,
-        ..
-    } = *record;
+/// result.json of `attempt`, its end recorded in `state`.
+fn worker_result<'a>(
+    state: &'a RunState,
+    attempt: &Attempt,
+    run: &'a AgentRun,
+    seen: &Seen,
+    judgement: &Judgement,
+) -> WorkerResult<'a> {
     let output = &run.output;
     let last = state.attempts.last();
     WorkerResult {
