@@ -22,7 +22,7 @@ use crate::base::time::{self, Timestamp};
 use crate::roles::attempt::{Attempt, FeatureRequest, Place, Session};
 use crate::roles::inputs::{self, InputMemo};
 use crate::roles::prompt::{feature_spec, Prompt};
-use crate::spec::features::{Feature, FeatureId, FeatureList};
+use crate::spec::features::{list_ids, Feature, FeatureId, FeatureList};
 use crate::spec::layout::{RunId, StateDir};
 use crate::spec::role::Role;
 use crate::state::budget::Remaining;
@@ -174,10 +174,9 @@ fn check_replannable(state: Option<&RunState>, id: &FeatureId) -> Result<(), Inp
         return Err(InputError::new(format!("{id} has never run")).with_hint(hint));
     };
     if !state.superseded_by.is_empty() {
-        let pieces: Vec<&str> = state.superseded_by.iter().map(FeatureId::as_str).collect();
         return Err(InputError::new(format!(
             "{id} was already re-broken into {}",
-            pieces.join(", ")
+            list_ids(&state.superseded_by)
         ))
         .with_hint("re-break one of those instead, if it failed"));
     }
@@ -226,13 +225,7 @@ pub fn current_features(
         let status = match &progress {
             Progress::NotStarted => "not started".to_string(),
             Progress::Done => "done".to_string(),
-            Progress::Superseded(by) => format!(
-                "superseded by {}",
-                by.iter()
-                    .map(FeatureId::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            Progress::Superseded(by) => format!("superseded by {}", list_ids(by)),
             Progress::Started(status) => status.as_str().to_string(),
         };
         let item = edit::render_item(feature, 2, "\n");
@@ -284,12 +277,7 @@ fn answer_instructions(parent: Option<&Feature>) -> String {
                 format!(
                     "on each other or on {}'s own dependencies ({})",
                     id,
-                    parent
-                        .depends_on
-                        .iter()
-                        .map(FeatureId::as_str)
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    list_ids(&parent.depends_on)
                 )
             };
             format!(
@@ -460,12 +448,7 @@ fn transition(planned: Planned, target: Target, output_log: &Path) -> Concluded 
                 Target::Mission => format!("planned {}", merged.counts()),
                 Target::Feature(id) => format!(
                     "re-broke {id} into {}",
-                    merged
-                        .decisions
-                        .iter()
-                        .map(|(id, _)| id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    list_ids(merged.decisions.iter().map(|(id, _)| id))
                 ),
             };
             let report = PlanReport {

@@ -243,6 +243,14 @@ pub fn find_cycle(graph: &BTreeMap<FeatureId, Vec<FeatureId>>) -> Option<Vec<Fea
         .find_map(|node| visit(node, graph, &mut marks, &mut Vec::new()))
 }
 
+/// `F-001, F-002`: ids in a message.
+pub fn list_ids<'a>(ids: impl IntoIterator<Item = &'a FeatureId>) -> String {
+    ids.into_iter()
+        .map(FeatureId::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `F-001 -> F-002 -> F-001`.
 pub fn format_cycle(cycle: &[FeatureId]) -> String {
     cycle

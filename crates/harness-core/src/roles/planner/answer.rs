@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde::Deserialize;
 
-use crate::spec::features::{find_cycle, format_cycle, Feature, FeatureId, FeatureList};
+use crate::spec::features::{find_cycle, format_cycle, list_ids, Feature, FeatureId, FeatureList};
 
 /// Why a plan was not taken; nothing was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,12 +225,7 @@ fn check_rebreak(features: &[Feature], parent: &Feature) -> Result<(), Rejection
                 } else {
                     format!(
                         "its own dependencies ({})",
-                        parent
-                            .depends_on
-                            .iter()
-                            .map(FeatureId::as_str)
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        list_ids(&parent.depends_on)
                     )
                 }
             ));

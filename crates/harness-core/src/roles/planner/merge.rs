@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::edit::{render_item, Edit, Layout};
 use crate::base::atomic::write_atomic;
 use crate::base::error::InputError;
-use crate::spec::features::{Feature, FeatureId, FeatureList};
+use crate::spec::features::{list_ids, Feature, FeatureId, FeatureList};
 use crate::state::run_state::{RunState, Status};
 
 /// `plan.json`: each feature as the planner last wrote it, in its normalised text (the item
@@ -112,14 +112,7 @@ impl fmt::Display for KeepReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             KeepReason::Done => f.write_str("done"),
-            KeepReason::Superseded(by) => write!(
-                f,
-                "superseded by {}",
-                by.iter()
-                    .map(FeatureId::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            KeepReason::Superseded(by) => write!(f, "superseded by {}", list_ids(by)),
             KeepReason::Started(Status::Running | Status::Pending | Status::Provisional) => {
                 f.write_str("in progress")
             }
