@@ -1,9 +1,10 @@
 //! The base layer: small helpers that know nothing of features, roles or agents — file access
 //! that never follows a link under `.harness/`, atomic writes, locks, time, signals, git
-//! plumbing, a stable hash, the error types and the exit codes. Every other layer may use them;
-//! they use none.
+//! plumbing, text cutting, stable hashes and ids, cancellation, the error types and the exit
+//! codes. Every other layer may use them; they use none.
 
 pub mod atomic;
+pub mod cancel;
 pub mod error;
 pub mod exit_codes;
 pub mod fs;

@@ -30,7 +30,7 @@ pub mod similarity;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::base::hash::stable_hash;
+use crate::base::hash;
 use crate::base::text::cut;
 use crate::base::time::{self, Timestamp};
 use crate::spec::role::Role;
@@ -233,10 +233,7 @@ impl SummaryPlan {
     }
 }
 
-/// A pass given up because its `cancel` check said so: it decided nothing, and nothing of it is
-/// to be written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cancelled;
+pub use crate::base::cancel::Cancelled;
 
 /// A large value of a pass, freed on a thread of its own when dropped: freeing the millions of
 /// allocations of a pass over a million entries takes most of a second, which neither the end
@@ -903,12 +900,12 @@ fn identity_files(identities: &Identities, graduations: &[Graduation]) -> Vec<(R
 
 /// An id of [`ID_LEN`] hex digits for `bytes` (an entry's raw line).
 pub(crate) fn short_id(bytes: &[u8]) -> String {
-    format!("{:010x}", stable_hash(bytes) >> 24)
+    hash::hex_id(bytes, ID_LEN)
 }
 
 /// A six-hex-digit check of `bytes`.
 pub(crate) fn short_hash(bytes: &[u8]) -> String {
-    format!("{:06x}", stable_hash(bytes) >> 40)
+    hash::hex_id(bytes, 6)
 }
 
 // ---------------------------------------------------------------------------------------------
