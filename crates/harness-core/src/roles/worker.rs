@@ -1,6 +1,6 @@
 //! The worker: the Ralph loop (seed 001) on one feature. Each iteration runs one fresh agent
 //! process on the assembled prompt and records everything on disk, so run.sh can loop, be killed,
-//! and resume from the state alone. One iteration reads top to bottom in [`iterate`]: build the
+//! and resume from the state alone. One iteration reads top to bottom in `iterate`: build the
 //! prompt → run the agent → decide ([`on_agent_stop`], [`apply_streaks`]) → transition
 //! ([`transition`], pure) → write. [`run_worker_loop`] runs iterations in turn in one process.
 
