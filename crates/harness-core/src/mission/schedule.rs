@@ -1,7 +1,7 @@
 //! The order of work over a whole mission (`./run.sh all`): which features are ready to run,
 //! which are blocked by a failed dependency, and how the mission ended. The rules are pure
 //! functions over the feature list and the run states; loading and writing states sit at the
-//! edges ([`load_states`], [`apply_dependency_updates`]).
+//! edges (`run_state::load_states`, [`apply_dependency_updates`]).
 
 use std::collections::BTreeSet;
 use std::fmt;

@@ -1,5 +1,7 @@
 //! The run state of one feature, `runs/<FEATURE>/state.json`: the one place its status lives
-//! (the seed's `runs` table, a file per row). Written atomically; re-read by every invocation.
+//! (the seed's `runs` table, a file per row), with the record of each attempt and the worktree the
+//! feature works in. Written atomically; re-read by every invocation. Also which features have a
+//! run state ([`load_states`]) and which one a process is running now ([`is_being_run`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

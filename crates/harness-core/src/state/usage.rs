@@ -1,6 +1,7 @@
-//! What an invocation cost: one normalised record per agent run, whatever the CLI — turns,
-//! tokens by kind, and the cost with where it came from (reported by the agent, estimated from
-//! a price table in config.yaml, or unknown: never a made-up 0).
+//! What an invocation used: the agent's counts as its stream reports them ([`Usage`], one type
+//! for every CLI), and the record kept of each agent run ([`UsageRecord`]) — the same counts with
+//! the cost and where it came from (reported by the agent, estimated from a price table in
+//! config.yaml, or unknown: never a made-up 0).
 
 use serde::{Deserialize, Serialize};
 
