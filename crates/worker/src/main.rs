@@ -8,7 +8,6 @@ use anyhow::Context;
 use clap::Parser;
 use harness_cli::{FeatureArgs, Install, Place};
 use harness_core::base::exit_codes;
-use harness_core::roles::attempt::lock_for_caller;
 use harness_core::roles::inputs::InputMemo;
 use harness_core::roles::worker::{
     assign_worktree, check_run_inputs, run_worker_iteration, run_worker_loop, RunStart,
@@ -89,19 +88,6 @@ enum Command {
         #[arg(long, env = "HARNESS_FEATURE_ID")]
         feature: String,
     },
-    /// For run.sh: take the feature's lock on an inherited file descriptor, on behalf of the
-    /// calling process (which keeps it until it closes the descriptor); exit 75 if it is held.
-    #[command(hide = true)]
-    Lock {
-        #[command(flatten)]
-        place: Place,
-        /// The feature to lock.
-        #[arg(long, env = "HARNESS_FEATURE_ID")]
-        feature: String,
-        /// The descriptor run.sh opened on the lock file.
-        #[arg(long)]
-        fd: i32,
-    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -135,7 +121,6 @@ fn main() -> ExitCode {
     harness_cli::main("worker", || match cli.command {
         Some(Command::Init { place }) => init(place),
         Some(Command::Check { place, feature }) => check(place, &feature),
-        Some(Command::Lock { place, feature, fd }) => lock(place, &feature, fd),
         Some(Command::LockFile { place, feature }) => lock_file(place, &feature),
         Some(Command::Worktree { feature }) => worktree(&feature),
         Some(Command::Explain { feature, role }) => explain(&feature, role),
@@ -170,13 +155,6 @@ fn lock_file(place: Place, feature: &str) -> anyhow::Result<u8> {
     let feature = FeatureId::parse(feature)?;
     let (_, state) = place.resolve()?;
     println!("{}", state.feature_lock(&feature).display());
-    Ok(exit_codes::DONE)
-}
-
-fn lock(place: Place, feature: &str, fd: i32) -> anyhow::Result<u8> {
-    let feature = FeatureId::parse(feature)?;
-    let (_, state) = place.resolve()?;
-    lock_for_caller(&state, &feature, fd)?;
     Ok(exit_codes::DONE)
 }
 

@@ -267,8 +267,9 @@ mod tests {
 
     #[test]
     fn a_lock_taken_through_a_shared_descriptor_outlives_the_taker() {
-        // run.sh opens the lock file and `worker lock --fd 9` takes the lock on that open file and
-        // exits: the lock must stay with the open file, not with the process that took it.
+        // run.sh opens the lock file and `worker --loop --lock-fd 9` takes the lock on that open
+        // file, then exits: the lock must stay with the open file, not with the process that
+        // took it.
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("F-001.lock");
         let shared = open_lock_file(&path).unwrap();
