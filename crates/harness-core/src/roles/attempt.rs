@@ -385,6 +385,33 @@ impl Attempt {
     }
 }
 
+/// What result.json says of the agent's output, for the roles that report it: turns, tokens and
+/// cost as the agent reported them, bytes, memory entries (kept and past the bound).
+#[derive(Debug, Serialize)]
+pub struct OutputFigures {
+    turns: Option<u64>,
+    tokens: Option<u64>,
+    cost_usd: Option<f64>,
+    output_bytes: u64,
+    memory_entries: usize,
+    memory_entries_dropped: usize,
+}
+
+impl OutputFigures {
+    /// The figures of `run`.
+    pub fn of(run: &AgentRun) -> Self {
+        let output = &run.output;
+        Self {
+            turns: output.usage.turns,
+            tokens: output.usage.total_tokens(),
+            cost_usd: output.usage.cost_usd,
+            output_bytes: output.bytes,
+            memory_entries: output.entries.len(),
+            memory_entries_dropped: output.entries_dropped,
+        }
+    }
+}
+
 /// `result.json` of a run directory.
 #[derive(Debug, Serialize)]
 struct ResultRecord<'a, F> {

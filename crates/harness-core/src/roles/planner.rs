@@ -19,7 +19,7 @@ use crate::base::error::InputError;
 use crate::base::exit_codes;
 use crate::base::locks::{self, Lock};
 use crate::base::time::{self, Timestamp};
-use crate::roles::attempt::{Attempt, FeatureRequest, Place, Session};
+use crate::roles::attempt::{Attempt, FeatureRequest, OutputFigures, Place, Session};
 use crate::roles::inputs::{self, InputMemo};
 use crate::roles::prompt::{feature_spec, Prompt};
 use crate::spec::features::{list_ids, Feature, FeatureId, FeatureList};
@@ -508,12 +508,8 @@ struct PlannerResult<'a> {
     accepted: bool,
     rejection: Option<&'a str>,
     features: Vec<DecisionRecord<'a>>,
-    turns: Option<u64>,
-    tokens: Option<u64>,
-    cost_usd: Option<f64>,
-    output_bytes: u64,
-    memory_entries: usize,
-    memory_entries_dropped: usize,
+    #[serde(flatten)]
+    figures: OutputFigures,
     log_error: Option<&'a str>,
 }
 
@@ -558,12 +554,7 @@ fn planner_result<'a>(
         accepted: concluded.merge.is_some(),
         rejection: concluded.rejection.as_deref(),
         features,
-        turns: run.output.usage.turns,
-        tokens: run.output.usage.total_tokens(),
-        cost_usd: run.output.usage.cost_usd,
-        output_bytes: run.output.bytes,
-        memory_entries: run.output.entries.len(),
-        memory_entries_dropped: run.output.entries_dropped,
+        figures: OutputFigures::of(run),
         log_error: run.log_error.as_deref(),
     }
 }

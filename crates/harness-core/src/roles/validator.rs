@@ -10,7 +10,9 @@ use crate::base::error::InputError;
 use crate::base::exit_codes;
 use crate::base::text::tail_chars;
 use crate::base::time::{self, Timestamp};
-use crate::roles::attempt::{Change, FeatureRequest, Place, RoleReport, Session, Transition};
+use crate::roles::attempt::{
+    Change, FeatureRequest, OutputFigures, Place, RoleReport, Session, Transition,
+};
 use crate::roles::inputs::{InputMemo, Layers};
 use crate::roles::prompt::{feature_spec, Prompt, RuntimeContext};
 use crate::spec::config::{AgentConfig, Config};
@@ -172,12 +174,8 @@ struct ValidatorResult<'a> {
     exit_code: Option<i32>,
     verdict: &'a str,
     reasons: &'a str,
-    turns: Option<u64>,
-    tokens: Option<u64>,
-    cost_usd: Option<f64>,
-    output_bytes: u64,
-    memory_entries: usize,
-    memory_entries_dropped: usize,
+    #[serde(flatten)]
+    figures: OutputFigures,
 }
 
 /// Before the validator runs: only a provisional feature (one the worker says is complete) is
@@ -326,12 +324,7 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
                 "fail"
             },
             reasons: verdict.reasons(),
-            turns: output.usage.turns,
-            tokens: output.usage.total_tokens(),
-            cost_usd: output.usage.cost_usd,
-            output_bytes: output.bytes,
-            memory_entries: output.entries.len(),
-            memory_entries_dropped: output.entries_dropped,
+            figures: OutputFigures::of(&run),
         },
     )?;
     session.save()?;

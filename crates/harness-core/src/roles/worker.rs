@@ -17,7 +17,7 @@ use crate::base::git;
 use crate::base::signals;
 use crate::base::time::{self, Timestamp};
 use crate::roles::attempt::{
-    self, Attempt, Change, FeatureRequest, Place, RoleReport, Session, Transition,
+    self, Attempt, Change, FeatureRequest, OutputFigures, Place, RoleReport, Session, Transition,
 };
 use crate::roles::inputs::{self, InputMemo};
 use crate::roles::prompt::{completion_tag, WorkerPrompt};
@@ -658,13 +658,9 @@ struct WorkerResult<'a> {
     signal: Option<i32>,
     promise_found: bool,
     decision: Decision,
-    turns: Option<u64>,
     commits: Option<u64>,
-    tokens: Option<u64>,
-    cost_usd: Option<f64>,
-    output_bytes: u64,
-    memory_entries: usize,
-    memory_entries_dropped: usize,
+    #[serde(flatten)]
+    figures: OutputFigures,
     log_error: Option<&'a str>,
     /// Whether the attempt changed the working tree (commits, files); `None` without git.
     tree_changed: Option<bool>,
@@ -681,7 +677,6 @@ fn worker_result<'a>(
     seen: &Seen,
     judgement: &Judgement,
 ) -> WorkerResult<'a> {
-    let output = &run.output;
     let last = state.attempts.last();
     WorkerResult {
         feature_id: state.feature_id.as_str(),
@@ -692,13 +687,8 @@ fn worker_result<'a>(
         signal: last.and_then(|a| a.signal),
         promise_found: seen.promise_found,
         decision: judgement.decision,
-        turns: output.usage.turns,
         commits: seen.commits,
-        tokens: output.usage.total_tokens(),
-        cost_usd: output.usage.cost_usd,
-        output_bytes: output.bytes,
-        memory_entries: output.entries.len(),
-        memory_entries_dropped: output.entries_dropped,
+        figures: OutputFigures::of(run),
         log_error: run.log_error.as_deref(),
         tree_changed: seen.tree_changed,
         usage: last.and_then(|a| a.usage.as_ref()),
