@@ -152,6 +152,39 @@ fn ctrl_c_stops_the_agent_and_leaves_the_feature_resumable() {
     assert_eq!(project.state("F-001")["iteration_count"], 2);
 }
 
+/// A batch scheduler's cancel or time limit (Slurm's `scancel`) signals every process of the job
+/// at once: the agent may die of its SIGTERM a moment before the worker gets its own. The attempt
+/// is then interrupted, as with Ctrl-C, not a crash that uses up an iteration.
+#[test]
+fn an_agent_killed_by_the_sigterm_that_reaches_its_worker_a_moment_later_is_an_interruption() {
+    let project = Project::new(ONE_FEATURE, "steps:\n  - [promise: true]\n");
+    // The agent's parent is the worker: a helper outside the agent's group (so the worker cannot
+    // stop it first) signals the worker a moment after the agent died of the same signal.
+    let agent = project.root().join("agent.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\ncat >/dev/null\nif [ -e done ]; then echo '<promise>TASK_COMPLETE</promise>'; exit 0; fi\ntouch done\nsetsid sh -c \"sleep 0.3; kill -TERM $PPID\" </dev/null >/dev/null 2>&1 &\nkill -TERM $$\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    project.write_state(
+        "config.yaml",
+        &format!(
+            "agent:\n  command: [{:?}]\nvalidate: false\n",
+            agent.display().to_string()
+        ),
+    );
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 130, "{}", text(&out.stderr));
+    let state = project.state("F-001");
+    assert_eq!(state["attempts"][0]["outcome"], "interrupted", "{state}");
+    assert_eq!(state["status"], "pending");
+
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(project.state("F-001")["status"], "done");
+}
+
 #[test]
 fn the_agent_dies_with_a_killed_worker() {
     let project = Project::new(

@@ -845,7 +845,13 @@ impl Supervisor {
             .expect("the total deadline is always there");
             let remaining = deadline.saturating_duration_since(Instant::now());
             match self.signals.recv_timeout(remaining) {
-                Ok(Signal::Exited(status)) => return end_of(status),
+                Ok(Signal::Exited(status)) => {
+                    let end = end_of(status);
+                    if died_of_an_interrupt(end) {
+                        return self.own_interrupt(SIBLING_SIGNAL_WAIT).unwrap_or(end);
+                    }
+                    return end;
+                }
                 Ok(Signal::OutputClosed) => self.output_closed = true,
                 Ok(Signal::Interrupt(signal)) => return self.stop(End::Interrupted(signal)),
                 Ok(Signal::FinalAnswer) => {
@@ -871,6 +877,23 @@ impl Supervisor {
         if let Some(line) = &self.progress {
             if let (Ok(mut progress), Ok(reader)) = (line.progress.lock(), line.reader.lock()) {
                 progress.update(&reader.progress(line.started.elapsed()), true);
+            }
+        }
+    }
+
+    /// The harness's own interrupt, if one comes within `limit` (or came already).
+    fn own_interrupt(&mut self, limit: Duration) -> Option<End> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(signal) = signals::received() {
+                return Some(End::Interrupted(signal));
+            }
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            match self.signals.recv_timeout(remaining) {
+                Ok(Signal::Interrupt(signal)) => return Some(End::Interrupted(signal)),
+                Ok(Signal::OutputClosed) => self.output_closed = true,
+                Ok(_) => {}
+                Err(_) => return None,
             }
         }
     }
@@ -926,6 +949,22 @@ impl Supervisor {
 fn signal_group(pgid: i32, signal: i32) -> bool {
     // SAFETY: kill has no memory effects; a negative pid addresses the group we created.
     unsafe { libc::kill(-pgid, signal) == 0 }
+}
+
+/// How long the harness waits for its own interrupt after its agent died of one: a batch
+/// scheduler's cancel or time limit signals every process of the job at once, and the agent may
+/// die of it a moment before the harness hears its own.
+const SIBLING_SIGNAL_WAIT: Duration = Duration::from_secs(2);
+
+/// Whether the agent died of an interrupt (SIGINT, SIGTERM, SIGHUP), or a shell said so with
+/// 128 + the signal.
+fn died_of_an_interrupt(end: End) -> bool {
+    let interrupt = |signal: i32| matches!(signal, libc::SIGINT | libc::SIGTERM | libc::SIGHUP);
+    match end {
+        End::Signaled(signal) => interrupt(signal),
+        End::Exited(code) => code > 128 && interrupt(code - 128),
+        _ => false,
+    }
 }
 
 fn end_of(status: io::Result<std::process::ExitStatus>) -> End {
