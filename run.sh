@@ -52,6 +52,9 @@ Options (before or after the command):
   --parallel N       with `all`: up to N independent features at once, each in its own git
                      worktree (.harness/worktrees/<FEATURE>, branch harness/<FEATURE>), merged
                      back when accepted; needs git; agents' output then stays in output.log
+  --executor KIND    with `all`: where the features run: local (this machine, the default) or
+                     slurm (one Slurm job per feature; then --parallel defaults to every ready
+                     feature); overrides config.yaml's executor.kind
   --json             with `status` or `curate`: print JSON for scripts
   --dry-run          with `curate`: say what the pass would do, write nothing
   --agent            with `curate`: let the curator's agent reword summary.md (checked)
@@ -141,12 +144,14 @@ find_binaries() {
 # and the curator always run so), to pass an interrupt on to.
 CHILDREN=()
 INTERRUPTED=''
+SIGNALS_RECEIVED=0
 
 # Ctrl-C or SIGTERM on run.sh reaches the running children as SIGTERM: they stop their agents
 # and leave the state resumable. (Children started in the background ignore SIGINT, hence TERM.)
 forward_interrupt() {
   local pid
   INTERRUPTED=1
+  SIGNALS_RECEIVED=$((SIGNALS_RECEIVED + 1))
   for pid in ${CHILDREN[@]+"${CHILDREN[@]}"}; do
     kill -s TERM "$pid" 2>/dev/null || true
   done
@@ -157,7 +162,7 @@ trap forward_interrupt INT TERM
 # gets no descriptor 9 (the feature's lock, which no agent may inherit) unless LOCK_FD=9 is set
 # for it.
 run_child() {
-  local pid rc=0
+  local pid rc='' status signals
   if [[ ${LOCK_FD:-} == 9 ]]; then
     "$@" &
   else
@@ -165,11 +170,16 @@ run_child() {
   fi
   pid=$!
   CHILDREN=("$pid")
-  # `wait` returns early when a trapped signal arrives; wait again until the child has ended.
+  # `wait` returns early (128 + the signal) when a trapped signal arrives, whether the child
+  # goes on or has just ended (bash then keeps its status for the next `wait`): wait again until
+  # a `wait` ran with no signal in between. 127 after an early return: the status was taken.
   while :; do
-    rc=0
-    wait "$pid" || rc=$?
-    kill -0 "$pid" 2>/dev/null || break
+    signals=$SIGNALS_RECEIVED
+    status=0
+    wait "$pid" || status=$?
+    [[ $status -eq 127 && -n $rc ]] && break
+    rc=$status
+    [[ $signals -eq $SIGNALS_RECEIVED ]] && break
   done
   CHILDREN=()
   return "$rc"
@@ -253,73 +263,26 @@ cmd_feature() {
   exit "$rc"
 }
 
-# Runs one feature as its own run.sh process (its own lock; its own worktree when parallel).
-# Always started in the background, as its own process: the exec makes that process run.sh
-# itself, so that an interrupt passed on to it reaches run.sh and not a subshell.
-run_one() {
-  local -a flags=()
-  [[ -n $QUIET || $PARALLEL -gt 1 ]] && flags+=(--quiet)
-  [[ $PARALLEL -gt 1 ]] && flags+=(--worktree)
-  [[ -n $MAX_ITERATIONS ]] && flags+=(--max-iterations "$MAX_ITERATIONS")
-  exec "${BASH_SOURCE[0]}" -C "$WORKDIR" "${flags[@]}" "$1"
-}
-
-# Every feature that is not done, in dependency order, up to PARALLEL at once; a feature whose
-# dependency failed is blocked by the planner and never run. The exit status is the mission's.
+# Every feature that is not done, in dependency order, each through `run.sh <FEATURE>` (its own
+# process and lock): the planner's coordinator hands them to the executor — processes here, or
+# jobs of a Slurm cluster — and blocks the dependents of a failed one. The exit status is the
+# mission's.
 cmd_all() {
   find_binaries
-  if [[ $PARALLEL -gt 1 ]] && ! git -C "$WORKDIR" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    die "--parallel $PARALLEL needs the project to be a git repository: each parallel feature works in its own git worktree" \
-      "run the features one at a time (no --parallel), or \`git init\` the project"
-  fi
-  local -A running=() # pid -> feature
-  local -a tried=() ready=() exclude=()
-  local feature next pid rc
-  while :; do
-    ready=()
-    if [[ -z $INTERRUPTED && ${#running[@]} -lt $PARALLEL ]]; then
-      exclude=()
-      for feature in ${tried[@]+"${tried[@]}"}; do exclude+=(--exclude "$feature"); done
-      next=$("$PLANNER" next -C "$WORKDIR" --limit "$((PARALLEL - ${#running[@]}))" \
-        ${exclude[@]+"${exclude[@]}"}) || exit $?
-      [[ -n $next ]] && mapfile -t ready <<<"$next"
-    fi
-    for feature in ${ready[@]+"${ready[@]}"}; do
-      tried+=("$feature")
-      printf '\n== %s\n' "$feature" >&2
-      if [[ $PARALLEL -eq 1 ]]; then
-        rc=0
-        run_child run_one "$feature" || rc=$?
-        [[ $rc -eq 130 ]] && exit 130
-      else
-        run_one "$feature" &
-        running[$!]=$feature
-        CHILDREN=("${!running[@]}")
-      fi
-    done
-    if [[ ${#running[@]} -eq 0 ]]; then
-      [[ ${#ready[@]} -eq 0 ]] && break
-      continue
-    fi
-    rc=0
-    pid=''
-    wait -n -p pid || rc=$?
-    [[ -n $pid && -n ${running[$pid]+set} ]] || continue # interrupted: wait again
-    feature=${running[$pid]}
-    unset "running[$pid]"
-    CHILDREN=(${running[@]+"${!running[@]}"})
-    printf '== %s ended (exit %s)\n' "$feature" "$rc" >&2
-    if [[ $rc -eq 130 ]]; then
-      INTERRUPTED=1
-      forward_interrupt
-    fi
-  done
-  [[ -z $INTERRUPTED ]] || exit 130
-  "$PLANNER" outcome -C "$WORKDIR"
+  local -a flags=()
+  [[ -n $PARALLEL ]] && flags+=(--parallel "$PARALLEL")
+  [[ -n $EXECUTOR ]] && flags+=(--executor "$EXECUTOR")
+  [[ -n $MAX_ITERATIONS ]] && flags+=(--max-iterations "$MAX_ITERATIONS")
+  [[ -n $QUIET ]] && flags+=(--quiet)
+  # Each feature runs this very script, by its real path (on a cluster, the shared one).
+  local self
+  self=$(script_home)/run.sh
+  run_child "$PLANNER" mission -C "$WORKDIR" --run-sh "$self" ${flags[@]+"${flags[@]}"}
 }
 
 main() {
-  WORKDIR=. MAX_ITERATIONS='' QUIET='' WORKTREE='' PARALLEL=1 JSON='' ROLE='' DRY_RUN='' AGENT=''
+  WORKDIR=. MAX_ITERATIONS='' QUIET='' WORKTREE='' PARALLEL='' EXECUTOR='' JSON='' ROLE='' DRY_RUN=''
+  AGENT=''
   local -a positional=()
   while [[ $# -gt 0 ]]; do
     case $1 in
@@ -351,6 +314,12 @@ main() {
         shift 2
         ;;
       --parallel=*) PARALLEL=${1#*=}; shift ;;
+      --executor)
+        [[ $# -ge 2 ]] || die "--executor needs local or slurm"
+        EXECUTOR=$2
+        shift 2
+        ;;
+      --executor=*) EXECUTOR=${1#*=}; shift ;;
       -h | --help) cmd_help; exit 0 ;;
       --version) find_binaries; exec "$WORKER" about --version ;;
       --) shift; positional+=("$@"); break ;;
@@ -361,7 +330,7 @@ main() {
   if [[ -n $MAX_ITERATIONS && ! $MAX_ITERATIONS =~ ^[1-9][0-9]*$ ]]; then
     die "--max-iterations needs a whole number of at least 1, not '$MAX_ITERATIONS'"
   fi
-  if [[ ! $PARALLEL =~ ^[1-9][0-9]*$ ]]; then
+  if [[ -n $PARALLEL && ! $PARALLEL =~ ^[1-9][0-9]*$ ]]; then
     die "--parallel needs a whole number of at least 1, not '$PARALLEL'"
   fi
   [[ -d $WORKDIR ]] || die "$WORKDIR: no such directory"

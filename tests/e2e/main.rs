@@ -7,6 +7,7 @@ mod bad_input_corpus;
 mod curator;
 mod demo;
 mod disk_full;
+mod executor;
 mod guardrails;
 mod hand_edits;
 mod init;

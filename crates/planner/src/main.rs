@@ -1,8 +1,8 @@
 //! `planner`: breaks the mission into features (`plan`), re-breaks a failed feature into smaller
 //! ones (`replan`), shows the status board (`status`), writes the mission report (`report`), and
-//! tells `./run.sh all` what to run next (`next`) and how the mission ended (`outcome`). All the
-//! rules are in `harness_core::roles::planner`, `harness_core::mission::schedule`, `harness_core::mission::status` and
-//! `harness_core::mission::report`.
+//! runs the mission for `./run.sh all` (`mission`), tells what to run next (`next`) and how the
+//! mission ended (`outcome`). All the rules are in `harness_core::roles::planner`,
+//! `harness_core::mission::{coordinator, schedule, status, report}`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,11 +12,12 @@ use clap::Parser;
 use harness_cli::{Install, Place};
 use harness_core::base::exit_codes;
 use harness_core::base::time;
-use harness_core::mission::{report, schedule, status};
+use harness_core::mission::{coordinator, report, schedule, status};
 use harness_core::roles::attempt::FeatureRequest;
 use harness_core::roles::planner::{run_plan, run_replan, PlanReport, PlanRequest};
 use harness_core::spec::features::FeatureId;
 use harness_core::spec::layout::RunId;
+use harness_core::InputError;
 
 /// The planner role and the mission's bookkeeping.
 ///
@@ -81,6 +82,29 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = 1)]
         limit: usize,
     },
+    /// Run the mission (what `./run.sh all` does): hand every ready feature to the executor, in
+    /// dependency order, and the features that become ready as runs end, each at most once;
+    /// then print the outcome and exit as `outcome` does (130 when interrupted). A cluster's
+    /// jobs go on when this stops, and a new `mission` re-attaches to them.
+    Mission {
+        #[command(flatten)]
+        place: Place,
+        /// run.sh, which runs each feature (on a cluster: its path on the shared filesystem).
+        #[arg(long, value_name = "PATH")]
+        run_sh: PathBuf,
+        /// Where the features run: local or slurm [default: config.yaml's executor.kind].
+        #[arg(long, value_name = "KIND")]
+        executor: Option<String>,
+        /// At most N runs at once [default: 1 locally, every ready feature on a cluster].
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        parallel: Option<u64>,
+        /// Passed on to every feature's run.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        max_iterations: Option<u32>,
+        /// Keep the agents' output off the terminal.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Print how the mission stands in one line; exit 0 if every feature is done (or superseded
     /// by done ones), 2 if only features stopped by max_iterations are left, 3 if a feature
     /// failed otherwise, is blocked or never ran.
@@ -125,6 +149,28 @@ fn main() -> ExitCode {
             exclude,
             limit,
         } => next(place, &exclude, limit),
+        Command::Mission {
+            place,
+            run_sh,
+            executor,
+            parallel,
+            max_iterations,
+            quiet,
+        } => {
+            let (workdir, state) = place.resolve()?;
+            let executor = executor
+                .map(|kind| kind.parse().map_err(InputError::new))
+                .transpose()?;
+            coordinator::run(&coordinator::Request {
+                workdir,
+                state,
+                run_sh: std::path::absolute(run_sh)?,
+                executor,
+                parallel: parallel.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+                max_iterations,
+                quiet,
+            })
+        }
         Command::Outcome { place } => outcome(place),
     })
 }

@@ -163,6 +163,17 @@ impl StateDir {
         self.feature_runs(feature).join(run_id.as_str())
     }
 
+    /// `runs/<FEATURE>/job.json`: the cluster job last submitted for the feature (its id, name
+    /// and state as last seen).
+    pub fn job_record(&self, feature: &FeatureId) -> PathBuf {
+        self.feature_runs(feature).join("job.json")
+    }
+
+    /// `runs/<FEATURE>/jobs/`: the output of the feature's cluster jobs, one file per job.
+    pub fn job_output_dir(&self, feature: &FeatureId) -> PathBuf {
+        self.feature_runs(feature).join("jobs")
+    }
+
     /// `plans/`: one run directory per mission planning (`planner plan`).
     pub fn plans_dir(&self) -> PathBuf {
         self.root.join("plans")
@@ -207,6 +218,12 @@ impl StateDir {
     /// The lock a planner holds while it plans and edits features.yaml: one planner at a time.
     pub fn plan_lock(&self) -> PathBuf {
         self.locks_dir().join("plan.lock")
+    }
+
+    /// The lock a coordinator whose jobs outlive it (`all --executor slurm`) holds: one at a time,
+    /// or two could both submit a feature whose job is still queued.
+    pub fn coordinator_lock(&self) -> PathBuf {
+        self.locks_dir().join("coordinator.lock")
     }
 
     /// `worktrees/`: the git worktrees of features that run in parallel.

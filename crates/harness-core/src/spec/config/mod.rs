@@ -15,11 +15,13 @@ use crate::spec::role::Role;
 mod agent;
 mod budgets;
 mod curator;
+mod executor;
 
 pub use crate::spec::presets::{OutputFormat, PromptVia};
 pub use agent::{AgentConfig, AgentSpec, Prices};
 pub use budgets::{Budget, Budgets};
 pub use curator::CuratorParams;
+pub use executor::{ExecutorConfig, ExecutorKind};
 
 /// The default guardrail on iterations per feature.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
@@ -60,6 +62,9 @@ pub struct Config {
     /// The curator's thresholds and bounds.
     #[serde(default)]
     pub curator: CuratorParams,
+    /// Where `./run.sh all` runs each feature: here, or as a job of a cluster.
+    #[serde(default)]
+    pub executor: ExecutorConfig,
 }
 
 /// Waiting out rate and usage limits instead of burning iterations on them.
@@ -166,6 +171,7 @@ impl Config {
             return Err("max_iterations must be at least 1".into());
         }
         self.budgets.check()?;
+        self.executor.check()?;
         self.curator
             .check()
             .map_err(|message| format!("curator: {message}"))?;
@@ -365,6 +371,43 @@ mod tests {
             "{error}"
         );
         assert!(parse("agent:\n  command: [a]\nroles:\n  tester: {}\n").is_err());
+    }
+
+    #[test]
+    fn the_executor_defaults_to_local_and_keeps_its_own_sbatch_options() {
+        let config = parse("agent:\n  command: [a]\n").unwrap();
+        assert_eq!(config.executor, ExecutorConfig::default());
+        assert_eq!(config.executor.kind, ExecutorKind::Local);
+        let config = parse(
+            "agent:\n  command: [a]\nexecutor:\n  kind: slurm\n  sbatch_args: [--partition=short, --time=2:00:00, -A, lab]\n  poll_secs: 5\n",
+        )
+        .unwrap();
+        assert_eq!(config.executor.kind, ExecutorKind::Slurm);
+        assert_eq!(config.executor.sbatch_args.len(), 4);
+        assert_eq!(config.executor.poll_secs, 5);
+        for bad in [
+            "--job-name=x",
+            "-J",
+            "-Jx",
+            "--output=/tmp/o",
+            "--wrap=true",
+            "--parsable",
+        ] {
+            let text = format!(
+                "agent:\n  command: [a]\nexecutor:\n  kind: slurm\n  sbatch_args: [\"{bad}\"]\n"
+            );
+            let error = parse(&text).unwrap_err();
+            assert!(
+                error.message.contains("the harness sets itself"),
+                "{bad}: {error}"
+            );
+            assert_eq!(error.line, Some(5), "{bad}: {error}");
+        }
+        let error = parse("agent:\n  command: [a]\nexecutor:\n  poll_secs: 0\n").unwrap_err();
+        assert_eq!(error.line, Some(4), "{error}");
+        assert!(parse("agent:\n  command: [a]\nexecutor:\n  kind: kubernetes\n").is_err());
+        assert_eq!("slurm".parse(), Ok(ExecutorKind::Slurm));
+        assert!("pbs".parse::<ExecutorKind>().is_err());
     }
 
     #[test]
