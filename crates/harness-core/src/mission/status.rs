@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::base::error::InputError;
 use crate::base::time::Timestamp;
+use crate::mission::executor::{self, JobRecord};
 use crate::mission::schedule::{self, States};
 use crate::spec::config::Config;
 use crate::spec::features::{FeatureId, FeatureList};
@@ -109,6 +110,8 @@ pub struct FeatureRow {
     pub tokens: Option<u64>,
     /// Cost in USD its attempts reported, if any did.
     pub cost_usd: Option<f64>,
+    /// The cluster job last submitted for it (`all --executor slurm`): its id and state.
+    pub job: Option<JobRecord>,
 }
 
 /// The mission's totals.
@@ -179,6 +182,7 @@ pub fn board(
                 time_spent_secs: attempts.iter().map(|a| seconds_spent(a, locked, now)).sum(),
                 tokens: sum_known(attempts.iter().map(|a| a.tokens)),
                 cost_usd: sum_known(attempts.iter().map(|a| a.cost_usd)),
+                job: None,
             }
         })
         .collect();
@@ -202,7 +206,8 @@ pub fn board(
     }
 }
 
-/// The board of the project at `state_dir`, now, with the identity directory in use.
+/// The board of the project at `state_dir`, now, with the identity directory in use and the
+/// cluster jobs of its features as the cluster sees them now.
 pub fn load(
     state_dir: &StateDir,
     identity: &IdentityDir,
@@ -212,13 +217,15 @@ pub fn load(
     let config = Config::load(&state_dir.config())?;
     let features = FeatureList::load(&state_dir.features())?;
     let states = schedule::load_states(state_dir, &features)?;
+    let jobs = executor::current_jobs(state_dir, &features)?;
     let board = board(
         &features,
         &states,
         |id| schedule::is_being_run(state_dir, id),
         config.max_iterations,
         now,
-    );
+    )
+    .with_jobs(&jobs);
     Ok(Board {
         identity: Some(identity.clone()),
         ..board
@@ -254,15 +261,30 @@ pub fn human_duration(seconds: u64) -> String {
 }
 
 impl Board {
-    /// The board as text: a table, the reasons of failed, blocked and superseded features, and
-    /// the totals.
+    /// The board with each feature's cluster job from `jobs`.
+    pub fn with_jobs(mut self, jobs: &BTreeMap<FeatureId, JobRecord>) -> Self {
+        for row in &mut self.features {
+            row.job = jobs
+                .iter()
+                .find(|(id, _)| id.as_str() == row.id)
+                .map(|(_, job)| job.clone());
+        }
+        self
+    }
+
+    /// The board as text: a table (with a JOB column when a feature has a cluster job), the
+    /// reasons of failed, blocked and superseded features, and the totals.
     pub fn render_text(&self) -> String {
-        let header = ["ID", "TITLE", "STATUS", "ITER", "LAST", "TIME"];
-        let rows: Vec<[String; 6]> = self
+        let with_jobs = self.features.iter().any(|row| row.job.is_some());
+        let mut header = vec!["ID", "TITLE", "STATUS", "ITER", "LAST", "TIME"];
+        if with_jobs {
+            header.insert(3, "JOB");
+        }
+        let rows: Vec<Vec<String>> = self
             .features
             .iter()
             .map(|row| {
-                [
+                let mut cells = vec![
                     row.id.clone(),
                     shorten(&row.title, TITLE_WIDTH),
                     row.status.as_str().to_string(),
@@ -271,10 +293,18 @@ impl Board {
                         format!("{} {}", last.role, outcome_name(last.outcome))
                     }),
                     human_duration(row.time_spent_secs),
-                ]
+                ];
+                if with_jobs {
+                    let job = row.job.as_ref();
+                    cells.insert(
+                        3,
+                        job.map_or("-".into(), |j| format!("{} {}", j.id, j.state)),
+                    );
+                }
+                cells
             })
             .collect();
-        let mut widths = header.map(|h| h.chars().count());
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
         for row in &rows {
             for (width, cell) in widths.iter_mut().zip(row) {
                 *width = (*width).max(cell.chars().count());
@@ -282,7 +312,7 @@ impl Board {
         }
         let line = |cells: &[String]| {
             let mut text = String::new();
-            for (index, (cell, width)) in cells.iter().zip(widths).enumerate() {
+            for (index, (cell, width)) in cells.iter().zip(&widths).enumerate() {
                 if index + 1 == cells.len() {
                     text.push_str(cell);
                 } else {
@@ -292,7 +322,8 @@ impl Board {
             }
             text.trim_end().to_string() + "\n"
         };
-        let mut text = line(&header.map(str::to_string));
+        let header: Vec<String> = header.into_iter().map(str::to_string).collect();
+        let mut text = line(&header);
         for row in &rows {
             text.push_str(&line(row));
         }
@@ -546,6 +577,42 @@ cost:       $0.25
             json["identity"],
             serde_json::json!({"dir": "/home/u/.local/share/harness/identity", "source": "data_dir"})
         );
+    }
+
+    #[test]
+    fn a_feature_run_as_a_cluster_job_shows_its_job_id_and_state() {
+        let (features, states) = example();
+        let job = JobRecord {
+            executor: crate::spec::config::ExecutorKind::Slurm,
+            id: "4242".into(),
+            name: "harness-F-002-a1b2c3".into(),
+            state: "RUNNING".into(),
+            seen_at: at(840),
+            output: "/p/.harness/runs/F-002/jobs/slurm-4242.out".into(),
+        };
+        let jobs = BTreeMap::from([(id("F-002"), job)]);
+        let board =
+            board(&features, &states, |id| id.as_str() == "F-002", 10, at(845)).with_jobs(&jobs);
+        let text = board.render_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("ID       TITLE"), "{text}");
+        assert!(
+            lines[0].contains("STATUS       JOB           ITER"),
+            "{text}"
+        );
+        assert!(
+            lines[2].contains("running      4242 RUNNING  1/10"),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains("done         -             2/10"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&board).unwrap();
+        assert_eq!(json["features"][1]["job"]["id"], "4242");
+        assert_eq!(json["features"][1]["job"]["state"], "RUNNING");
+        assert_eq!(json["features"][1]["job"]["executor"], "slurm");
+        assert_eq!(json["features"][0]["job"], serde_json::Value::Null);
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub use format::escape;
 pub use markdown::markdown;
 pub use page::render;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
@@ -31,6 +31,7 @@ use crate::base::atomic::write_atomic;
 use crate::base::error::InputError;
 use crate::base::fs;
 use crate::base::time::Timestamp;
+use crate::mission::executor::{self, JobRecord};
 use crate::mission::schedule::{self, States};
 use crate::spec::config::Config;
 use crate::spec::features::{FeatureId, FeatureList};
@@ -55,6 +56,9 @@ pub struct Inputs {
     pub states: States,
     /// The features a process is running now (their lock is held).
     pub running: BTreeSet<FeatureId>,
+    /// The cluster job of each feature that has one, as last seen (the report asks no cluster:
+    /// it is written at the end of every run, on a cluster's nodes too).
+    pub jobs: BTreeMap<FeatureId, JobRecord>,
     /// config.yaml's max_iterations, for features that never ran.
     pub default_max_iterations: u32,
     /// The runs of `plan` (mission planning), oldest first.
@@ -146,6 +150,7 @@ pub fn load(state_dir: &StateDir, report_dir: &Path, now: Timestamp) -> Result<I
         .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
     Ok(Inputs {
         project,
+        jobs: executor::recorded_jobs(state_dir, &features)?,
         features,
         states,
         running,

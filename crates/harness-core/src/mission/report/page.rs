@@ -50,7 +50,8 @@ pub fn render(inputs: &Inputs) -> String {
         |id| inputs.running.contains(id),
         inputs.default_max_iterations,
         inputs.now,
-    );
+    )
+    .with_jobs(&inputs.jobs);
     let mut html = String::with_capacity(32 * 1024);
     let title = if inputs.project.is_empty() {
         "Mission report".to_string()

@@ -4,6 +4,7 @@
 use super::*;
 use crate::base::testing::{at, id};
 use crate::mission::schedule::States;
+use crate::spec::config::ExecutorKind;
 use crate::spec::features::FeatureList;
 use crate::spec::role::Role;
 use crate::state::run_state::{RunState, Status};
@@ -59,6 +60,7 @@ fn example() -> Inputs {
         features,
         states,
         running: [id("F-003")].into_iter().collect(),
+        jobs: BTreeMap::new(),
         default_max_iterations: 10,
         plans: vec![PlanRun {
             run_id: "1776999990-planner-mission".into(),
@@ -293,6 +295,7 @@ fn an_empty_mission_says_how_to_start() {
         features: FeatureList::default(),
         states: States::new(),
         running: BTreeSet::new(),
+        jobs: BTreeMap::new(),
         plans: Vec::new(),
         mission: None,
         summary: None,
@@ -324,4 +327,32 @@ fn the_page_snapshot() {
         "{} differs from the rendered page: review, then UPDATE_SNAPSHOTS=1",
         path.display()
     );
+}
+
+#[test]
+fn a_feature_run_as_a_cluster_job_shows_the_job_and_links_its_output() {
+    let mut inputs = example();
+    inputs.jobs.insert(
+        id("F-003"),
+        JobRecord {
+            executor: ExecutorKind::Slurm,
+            id: "4242".into(),
+            name: "harness-F-003-a1b2c3".into(),
+            state: "RUNNING".into(),
+            seen_at: at(1790),
+            output: "/p/.harness/runs/F-003/jobs/slurm-4242.out".into(),
+        },
+    );
+    let html = render(&inputs);
+    let article = html.split("id=\"feature-F-003\"").nth(1).unwrap();
+    let article = article.split("</article>").next().unwrap();
+    assert!(
+        article.contains("<span class=\"rk\">Slurm job</span> 4242 RUNNING (seen "),
+        "{article}"
+    );
+    assert!(
+        article.contains("<a href=\"runs/F-003/jobs/slurm-4242.out\">output</a>"),
+        "{article}"
+    );
+    assert!(!render(&example()).contains("Slurm job"));
 }

@@ -6,12 +6,14 @@ use std::fmt::Write as _;
 
 use super::format::{
     attribute, clock, compact, cost_text, duration, escape, group, money, percent, percent_encode,
-    seconds_text,
+    seconds_text, short_clock,
 };
 use super::page::status_glyph;
 use super::{Inputs, PlanRun};
 use crate::base::time::Timestamp;
+use crate::mission::executor::JobRecord;
 use crate::mission::status::{self, BoardStatus, FeatureRow};
+use crate::spec::config::ExecutorKind;
 use crate::spec::features::FeatureId;
 use crate::spec::role::Role;
 use crate::state::run_state::{Attempt, Outcome};
@@ -315,6 +317,9 @@ fn render_feature(html: &mut String, inputs: &Inputs, row: &FeatureRow, longest:
                 .join(", ")
         );
     }
+    if let Some(job) = &row.job {
+        render_job(html, inputs, &row.id, job);
+    }
     if let Some(reason) = &row.reason {
         let what = match row.status {
             BoardStatus::Blocked => "Blocked",
@@ -328,6 +333,33 @@ fn render_feature(html: &mut String, inputs: &Inputs, row: &FeatureRow, longest:
     }
     render_attempt_list(html, &marks);
     html.push_str("</article>\n");
+}
+
+/// `Slurm job 4242 RUNNING (seen 14:02) · output`, the job's output linked.
+fn render_job(html: &mut String, inputs: &Inputs, feature: &str, job: &JobRecord) {
+    let output = job.output.file_name().map(|name| {
+        format!(
+            "{}runs/{}/jobs/{}",
+            inputs.link_base,
+            percent_encode(feature),
+            percent_encode(&name.to_string_lossy())
+        )
+    });
+    let _ = writeln!(
+        html,
+        "<p class=\"reason\"><span class=\"rk\">{} job</span> {} {} (seen {}){}</p>",
+        match job.executor {
+            ExecutorKind::Local => "Local",
+            ExecutorKind::Slurm => "Slurm",
+        },
+        escape(&job.id),
+        escape(&job.state),
+        short_clock(job.seen_at, inputs.now),
+        output.map_or(String::new(), |href| format!(
+            " · <a href=\"{}\">output</a>",
+            attribute(&href)
+        ))
+    );
 }
 
 /// `iteration 2/10 · 5m 03s · 12,345 tokens · $0.12`.
