@@ -1,13 +1,14 @@
 # The one entry point: `make demo`, `make test`, `make ci` (what .ci/run calls).
 CARGO ?= cargo
 
-.PHONY: all build build-debug test lint fmt clippy ci demo install uninstall clean help test-browser bench
+.PHONY: all build build-debug test test-slurm lint fmt clippy ci demo install uninstall clean help test-browser bench
 
 all: build
 
 help:
 	@echo "make demo     build everything and run the example mission with the scripted agent"
 	@echo "make test     build the binaries and run every test (unit and end-to-end)"
+	@echo "make test-slurm  start a single-node Slurm cluster here and run missions through it"
 	@echo "make lint     cargo fmt --check and cargo clippy -D warnings"
 	@echo "make ci       lint and test (what .ci/run runs)"
 	@echo "make build    release build of the binaries (what run.sh uses)"
@@ -23,6 +24,12 @@ build-debug:
 
 test: build-debug
 	$(CARGO) test --workspace
+
+# A real single-node Slurm cluster on this machine (tests/slurm/cluster.sh: installs slurm-wlm and
+# munge when missing, which needs root) runs missions as one job per feature. One test at a time:
+# each starts its own cluster.
+test-slurm: build-debug
+	$(CARGO) test -p harness-tests --test slurm -- --ignored --test-threads=1
 
 fmt:
 	$(CARGO) fmt --all
