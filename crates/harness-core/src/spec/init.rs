@@ -72,6 +72,12 @@ auto_curate: false
 # curator: {similarity: 0.6, supersede_similarity: 0.4, promote_min_seen: 2, keep_raw: 10,
 #           summary_max_lines: 40, summary_max_tokens: 800, memory_max_lines: 200,
 #           graduate_trick_workers: 2, graduate_failure_missions: 2, graduate_convention_times: 3}
+# Where `./run.sh all` runs each feature: local (here) or slurm (one Slurm job per feature; the
+# project must be on a filesystem shared by the nodes, at the same path). `--executor` overrides.
+# executor:
+#   kind: slurm
+#   sbatch_args: ["--partition=short", "--time=04:00:00", "--account=my-lab"]
+#   poll_secs: 30
 "#;
 
 /// The mission.md written by `init`.

@@ -250,30 +250,45 @@ pub fn refresh(jobs: &mut BTreeMap<FeatureId, JobRecord>) {
 /// The states of the jobs `ids`: from `squeue`, or `sacct` for those that left the queue, or
 /// [`UNKNOWN_END`]. Fails only when `squeue` does.
 fn lookup(ids: &[String]) -> Result<BTreeMap<String, String>, Failure> {
-    let stdout = run("squeue", &squeue_args(), None)?;
-    let mut states: BTreeMap<String, String> = parse_squeue(&stdout)
-        .into_iter()
-        .filter(|line| ids.contains(&line.id))
-        .map(|line| (line.id, line.state))
-        .collect();
+    let queued = parse_squeue(&run("squeue", &squeue_args(), None)?);
     let gone: Vec<String> = ids
         .iter()
-        .filter(|id| !states.contains_key(*id))
+        .filter(|id| !queued.iter().any(|line| line.id == **id))
         .cloned()
         .collect();
-    if !gone.is_empty() {
-        // Accounting is optional on a cluster: without it, how the job ended is unknown.
-        let args = sacct_args(&gone);
-        let accounted = run("sacct", &args, None).map_or_else(|_| Vec::new(), |o| parse_sacct(&o));
-        for id in gone {
-            let state = accounted
+    // Accounting is optional on a cluster: without it, how a job that left the queue ended is
+    // unknown.
+    let accounted = if gone.is_empty() {
+        Vec::new()
+    } else {
+        run("sacct", &sacct_args(&gone), None).map_or_else(|_| Vec::new(), |o| parse_sacct(&o))
+    };
+    Ok(states_of(ids, &queued, &accounted))
+}
+
+/// The state of each job of `ids`: as `squeue` shows it (`queued`), else as `sacct` does
+/// (`accounted`), else [`UNKNOWN_END`].
+pub fn states_of(
+    ids: &[String],
+    queued: &[QueueLine],
+    accounted: &[(String, String)],
+) -> BTreeMap<String, String> {
+    ids.iter()
+        .map(|id| {
+            let state = queued
                 .iter()
-                .find(|(job, _)| *job == id)
-                .map_or(UNKNOWN_END.to_string(), |(_, state)| state.clone());
-            states.insert(id, state);
-        }
-    }
-    Ok(states)
+                .find(|line| line.id == *id)
+                .map(|line| line.state.clone())
+                .or_else(|| {
+                    accounted
+                        .iter()
+                        .find(|(job, _)| job == id)
+                        .map(|(_, state)| state.clone())
+                })
+                .unwrap_or_else(|| UNKNOWN_END.to_string());
+            (id.clone(), state)
+        })
+        .collect()
 }
 
 /// `<runs>/<FEATURE>/jobs/slurm-<id>.out`: where the job's stdout and stderr go.
@@ -558,6 +573,22 @@ mod tests {
                 ("42".to_string(), "CANCELLED".to_string())
             ]
         );
+    }
+
+    #[test]
+    fn a_job_is_in_the_queues_state_else_the_accountings_else_ended() {
+        let ids = ["41", "42", "43"].map(str::to_string);
+        let queued = parse_squeue("41|harness-F-1-a1b2c3|RUNNING\n99|other|PENDING\n");
+        let accounted = parse_sacct("42|TIMEOUT\n");
+        let states = states_of(&ids, &queued, &accounted);
+        assert_eq!(states["41"], "RUNNING");
+        assert_eq!(states["42"], "TIMEOUT");
+        assert_eq!(states["43"], UNKNOWN_END);
+        assert!(
+            is_over(&states["43"]),
+            "a job nobody knows any more has ended"
+        );
+        assert_eq!(states.len(), 3);
     }
 
     #[test]
