@@ -2,12 +2,12 @@
 //! refuse a job or keep one running, so the errors and the coordinator's lock are tested in
 //! `make test`. The missions themselves run on a real cluster in `make test-slurm`.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use harness_tests::{code, text, Project};
+use harness_tests::{code, text, write_executable, Project};
 
 const ONE_FEATURE: &str = "features:\n  - id: F-001\n    title: Hello\n";
 const SLURM_COMMANDS: [&str; 6] = ["sbatch", "squeue", "scancel", "sacct", "sinfo", "srun"];
@@ -31,10 +31,13 @@ fn path_without_slurm(project: &Project) -> PathBuf {
 
 /// Writes a stand-in for a Slurm command into `dir`.
 fn stand_in(dir: &Path, name: &str, script: &str) {
-    std::fs::create_dir_all(dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    write_executable(&dir.join(name), &format!("#!/bin/sh\n{script}\n"));
+}
+
+/// `./run.sh <args>` with `path` as PATH: its exit code and stderr.
+fn run_with_path(project: &Project, args: &[&str], path: impl AsRef<OsStr>) -> (i32, String) {
+    let out = project.command(args).env("PATH", path).output().unwrap();
+    (code(&out), text(&out.stderr))
 }
 
 /// `dir` before this PATH.
@@ -56,13 +59,8 @@ fn slurm_project(executor_extra: &str) -> Project {
 fn without_slurms_commands_the_error_names_the_missing_one_and_nothing_is_submitted() {
     let project = slurm_project("");
     let bin = path_without_slurm(&project);
-    let out = project
-        .command(&["all"])
-        .env("PATH", &bin)
-        .output()
-        .unwrap();
-    let stderr = text(&out.stderr);
-    assert_eq!(code(&out), 1, "{stderr}");
+    let (code, stderr) = run_with_path(&project, &["all"], &bin);
+    assert_eq!(code, 1, "{stderr}");
     assert!(
         stderr.contains("squeue is not installed here (not found in PATH)"),
         "{stderr}"
@@ -75,13 +73,8 @@ fn without_slurms_commands_the_error_names_the_missing_one_and_nothing_is_submit
 
     // Only sbatch missing: named, with the command that was tried.
     stand_in(&bin, "squeue", "exit 0");
-    let out = project
-        .command(&["all"])
-        .env("PATH", &bin)
-        .output()
-        .unwrap();
-    let stderr = text(&out.stderr);
-    assert_eq!(code(&out), 1, "{stderr}");
+    let (code, stderr) = run_with_path(&project, &["all"], &bin);
+    assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("sbatch is not installed here"), "{stderr}");
     assert!(
         stderr.contains("the command was: sbatch --parsable --job-name=harness-F-001-"),
@@ -100,13 +93,8 @@ fn a_job_the_cluster_refuses_is_an_error_with_slurms_message_and_the_command_tri
         "sbatch",
         "cat >/dev/null\necho 'sbatch: error: invalid partition specified: nosuch' >&2\necho 'sbatch: error: Batch job submission failed: Invalid partition name specified' >&2\nexit 1",
     );
-    let out = project
-        .command(&["all"])
-        .env("PATH", path_with(&bin))
-        .output()
-        .unwrap();
-    let stderr = text(&out.stderr);
-    assert_eq!(code(&out), 1, "{stderr}");
+    let (code, stderr) = run_with_path(&project, &["all"], path_with(&bin));
+    assert_eq!(code, 1, "{stderr}");
     assert!(
         stderr.contains("Slurm refused the job of F-001: sbatch: error: invalid partition specified: nosuch / sbatch: error: Batch job submission failed"),
         "{stderr}"
@@ -164,14 +152,9 @@ fn a_second_coordinator_of_the_same_mission_exits_75_naming_the_first() {
         .unwrap();
     wait_until(|| project.state_dir().join("runs/F-001/job.json").exists());
 
-    let out = project
-        .command(&["all"])
-        .env("PATH", path_with(&bin))
-        .output()
-        .unwrap();
-    let stderr = text(&out.stderr);
+    let (code, stderr) = run_with_path(&project, &["all"], path_with(&bin));
     let (first_code, said) = stop(first);
-    assert_eq!(code(&out), 75, "{stderr}");
+    assert_eq!(code, 75, "{stderr}");
     assert!(stderr.contains("the mission's coordinator"), "{stderr}");
     assert!(stderr.contains("./run.sh all --executor slurm"), "{stderr}");
     let record: serde_json::Value =

@@ -4,7 +4,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use harness_tests::{alive, code, processes_matching, text, Project};
+use harness_tests::{alive, code, processes_matching, text, write_executable, Project};
 
 const ONE_FEATURE: &str = "features:\n  - id: F-001\n    title: Hello\n";
 
@@ -161,12 +161,10 @@ fn an_agent_killed_by_the_sigterm_that_reaches_its_worker_a_moment_later_is_an_i
     // The agent's parent is the worker: a helper outside the agent's group (so the worker cannot
     // stop it first) signals the worker a moment after the agent died of the same signal.
     let agent = project.root().join("agent.sh");
-    std::fs::write(
+    write_executable(
         &agent,
         "#!/bin/sh\ncat >/dev/null\nif [ -e done ]; then echo '<promise>TASK_COMPLETE</promise>'; exit 0; fi\ntouch done\nsetsid sh -c \"sleep 0.3; kill -TERM $PPID\" </dev/null >/dev/null 2>&1 &\nkill -TERM $$\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    );
     project.write_state(
         "config.yaml",
         &format!(

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use harness_tests::{code, repo_root, text, Project};
+use harness_tests::{code, repo_root, text, write_executable, Project};
 
 /// cluster.sh's exit code for "cannot run here".
 const CANNOT: i32 = 77;
@@ -141,8 +141,7 @@ echo '<promise>TASK_COMPLETE</promise>'
         control = control.display()
     );
     let agent = project.root().join("agent.sh");
-    std::fs::write(&agent, script).unwrap();
-    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    write_executable(&agent, &script);
     project.write_state(
         "config.yaml",
         &format!(

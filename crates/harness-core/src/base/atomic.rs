@@ -37,6 +37,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
+/// Replaces `path` with `value` as pretty JSON and a final newline, atomically ([`write_atomic`]),
+/// creating its directory first.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> io::Result<()> {
+    if let Some(dir) = path.parent() {
+        crate::base::fs::create_dir_all(dir)?;
+    }
+    let mut json = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+    json.push(b'\n');
+    write_atomic(path, &json)
+}
+
 /// Creates `path` with `bytes` only if it does not exist, atomically (never a half-written file);
 /// returns whether it was written.
 pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<bool> {

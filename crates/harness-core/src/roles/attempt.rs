@@ -23,7 +23,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::agent::{self, progress, AgentRun, Limits, Redactor};
-use crate::base::atomic::write_atomic;
+use crate::base::atomic::{write_atomic, write_json};
 use crate::base::error::InputError;
 use crate::base::exit_codes;
 use crate::base::fs;
@@ -379,9 +379,7 @@ impl Attempt {
             duration_ms: run.duration.as_millis(),
             fields,
         };
-        let mut json = serde_json::to_vec_pretty(&record)?;
-        json.push(b'\n');
-        write_atomic(&self.run_dir.join("result.json"), &json).context("cannot write result.json")
+        write_json(&self.run_dir.join("result.json"), &record).context("cannot write result.json")
     }
 }
 

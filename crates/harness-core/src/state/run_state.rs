@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::atomic::write_atomic;
+use crate::base::atomic::write_json;
 use crate::base::error::InputError;
 use crate::base::fs;
 use crate::base::locks;
@@ -252,12 +252,7 @@ impl RunState {
 
     /// Writes the state atomically.
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir)?;
-        }
-        let mut json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        json.push(b'\n');
-        write_atomic(path, &json)
+        write_json(path, self)
     }
 
     /// Marks attempts left `started` by a killed harness as interrupted; returns how many.

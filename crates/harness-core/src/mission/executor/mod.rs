@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::atomic::write_atomic;
+use crate::base::atomic::write_json;
 use crate::base::error::InputError;
 use crate::base::time::Timestamp;
 use crate::spec::config::ExecutorKind;
@@ -138,12 +138,7 @@ impl JobRecord {
 
     /// Writes the record atomically.
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        if let Some(dir) = path.parent() {
-            crate::base::fs::create_dir_all(dir)?;
-        }
-        let mut json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        json.push(b'\n');
-        write_atomic(path, &json)
+        write_json(path, self)
     }
 }
 

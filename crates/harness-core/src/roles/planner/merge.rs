@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::edit::{render_item, Edit, Layout};
-use crate::base::atomic::write_atomic;
+use crate::base::atomic::write_json;
 use crate::base::error::InputError;
 use crate::spec::features::{list_ids, Feature, FeatureId, FeatureList};
 use crate::state::run_state::{RunState, Status};
@@ -38,9 +38,7 @@ impl PlanRecord {
 
     /// Writes the record atomically.
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        let mut json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        json.push(b'\n');
-        write_atomic(path, &json)
+        write_json(path, self)
     }
 }
 
