@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::atomic::write_json;
 use crate::base::error::InputError;
-use crate::base::fs;
 use crate::base::locks;
 use crate::base::time::Timestamp;
 use crate::spec::features::{FeatureId, FeatureList};
@@ -223,17 +222,14 @@ impl RunState {
     /// Reads `path`, the run state of `feature`; `Ok(None)` when the feature has never run. A
     /// state naming another feature (a file copied or moved by hand) is an error, never trusted.
     pub fn load(path: &Path, feature: &FeatureId) -> Result<Option<Self>, InputError> {
-        if !fs::exists(path) {
+        let Some(state) = crate::spec::config::read_json::<Self>(
+            path,
+            "run state",
+            "fix the JSON by hand, or move the file away to start the feature afresh",
+        )?
+        else {
             return Ok(None);
-        }
-        let text = crate::spec::config::read_input(path)?;
-        let state: Self = serde_json::from_str(&text).map_err(|error| {
-            InputError::in_file(path, format!("unreadable run state: {error}"))
-                .at_line(Some(error.line()))
-                .with_hint(
-                    "fix the JSON by hand, or move the file away to start the feature afresh",
-                )
-        })?;
+        };
         if &state.feature_id != feature {
             return Err(InputError::in_file(
                 path,

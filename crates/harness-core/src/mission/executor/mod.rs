@@ -125,15 +125,11 @@ pub struct JobRecord {
 impl JobRecord {
     /// Reads the record at `path`, if there is one.
     pub fn load(path: &Path) -> Result<Option<Self>, InputError> {
-        if !crate::base::fs::exists(path) {
-            return Ok(None);
-        }
-        let text = crate::spec::config::read_input(path)?;
-        serde_json::from_str(&text).map(Some).map_err(|error| {
-            InputError::in_file(path, format!("unreadable job record: {error}"))
-                .at_line(Some(error.line()))
-                .with_hint("delete it: the coordinator finds its jobs in the cluster, not here")
-        })
+        crate::spec::config::read_json(
+            path,
+            "job record",
+            "delete it: the coordinator finds its jobs in the cluster, not here",
+        )
     }
 
     /// Writes the record atomically.

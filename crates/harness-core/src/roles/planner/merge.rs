@@ -25,15 +25,12 @@ pub struct PlanRecord {
 impl PlanRecord {
     /// Reads `path`; an absent record is empty (the planner wrote nothing yet).
     pub fn load(path: &Path) -> Result<Self, InputError> {
-        if !crate::base::fs::exists(path) {
-            return Ok(Self::default());
-        }
-        let text = crate::spec::config::read_input(path)?;
-        serde_json::from_str(&text).map_err(|error| {
-            InputError::in_file(path, format!("unreadable plan record: {error}"))
-                .at_line(Some(error.line()))
-                .with_hint("move it away: the planner then treats every feature as written by hand")
-        })
+        let record = crate::spec::config::read_json(
+            path,
+            "plan record",
+            "move it away: the planner then treats every feature as written by hand",
+        )?;
+        Ok(record.unwrap_or_default())
     }
 
     /// Writes the record atomically.

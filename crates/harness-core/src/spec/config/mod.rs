@@ -197,6 +197,24 @@ fn line_of_key(text: &str, message: &str) -> Option<usize> {
         .map(|index| index + 1)
 }
 
+/// Reads a JSON file the harness keeps (a run state, a record): `None` when there is none; JSON
+/// that does not parse is an input error naming the file, its line, `what` it is, and `hint`.
+pub fn read_json<T: DeserializeOwned>(
+    path: &Path,
+    what: &str,
+    hint: &str,
+) -> Result<Option<T>, InputError> {
+    if !fs::exists(path) {
+        return Ok(None);
+    }
+    let text = read_input(path)?;
+    serde_json::from_str(&text).map(Some).map_err(|error| {
+        InputError::in_file(path, format!("unreadable {what}: {error}"))
+            .at_line(Some(error.line()))
+            .with_hint(hint)
+    })
+}
+
 /// Reads an input file as UTF-8 text (a leading BOM is dropped), with errors that name the file.
 pub fn read_input(path: &Path) -> Result<String, InputError> {
     let bytes = fs::read(path).map_err(|error| {
