@@ -156,21 +156,7 @@ fn main() -> ExitCode {
             parallel,
             max_iterations,
             quiet,
-        } => {
-            let (workdir, state) = place.resolve()?;
-            let executor = executor
-                .map(|kind| kind.parse().map_err(InputError::new))
-                .transpose()?;
-            coordinator::run(&coordinator::Request {
-                workdir,
-                state,
-                run_sh: std::path::absolute(run_sh)?,
-                executor,
-                parallel: parallel.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-                max_iterations,
-                quiet,
-            })
-        }
+        } => mission(place, run_sh, executor, parallel, max_iterations, quiet),
         Command::Outcome { place } => outcome(place),
     })
 }
@@ -245,6 +231,29 @@ fn next(place: Place, exclude: &[String], limit: usize) -> anyhow::Result<u8> {
         println!("{id}");
     }
     Ok(exit_codes::DONE)
+}
+
+fn mission(
+    place: Place,
+    run_sh: PathBuf,
+    executor: Option<String>,
+    parallel: Option<u64>,
+    max_iterations: Option<u32>,
+    quiet: bool,
+) -> anyhow::Result<u8> {
+    let (workdir, state) = place.resolve()?;
+    let executor = executor
+        .map(|kind| kind.parse().map_err(InputError::new))
+        .transpose()?;
+    coordinator::run(&coordinator::Request {
+        workdir,
+        state,
+        run_sh: std::path::absolute(run_sh)?,
+        executor,
+        parallel: parallel.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        max_iterations,
+        quiet,
+    })
 }
 
 fn outcome(place: Place) -> anyhow::Result<u8> {
