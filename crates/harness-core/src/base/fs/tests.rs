@@ -119,16 +119,19 @@ fn a_fifo_in_the_state_directory_is_refused_without_hanging() {
 const ALLOWED: &[(&str, &str)] = &[
     // The project's own files, in its tree or a worktree: the agent's work, not state.
     (
-        "harness-core/src/base/git.rs",
+        "harness-core/src/base/git/mod.rs",
         "std::fs::metadata(top.join(path))",
     ),
-    ("harness-core/src/base/git.rs", "std::fs::File::open(path)"),
     (
-        "harness-core/src/base/git.rs",
+        "harness-core/src/base/git/mod.rs",
+        "std::fs::File::open(path)",
+    ),
+    (
+        "harness-core/src/base/git/mod.rs",
         "workdir.join(\".git\").exists()",
     ),
     (
-        "harness-core/src/base/git.rs",
+        "harness-core/src/base/git/mod.rs",
         "dir.join(\".git\").symlink_metadata()",
     ),
     (
@@ -139,6 +142,12 @@ const ALLOWED: &[(&str, &str)] = &[
         "harness-core/src/roles/worker.rs",
         "existing.path.join(\".git\").exists()",
     ),
+    // git's own files (its admin directories, lock files, MERGE_HEAD), the project's files in the
+    // main tree and in worktrees (a link there is the project's; the harness never follows one
+    // into its state: a salvage that is a link is removed, not entered), and /proc.
+    ("harness-core/src/base/git/stale.rs", ""),
+    ("harness-core/src/base/git/worktrees.rs", ""),
+    ("harness-core/src/base/git/merge.rs", ""),
     ("cli/src/lib.rs", "if !workdir.is_dir() {"),
     // The harness install, the identity directory seeded from it, the agent's program on PATH.
     (

@@ -1,8 +1,13 @@
 //! What the harness asks of git: how many commits an attempt made in the working directory, and
-//! the plumbing of worktrees (see `worktree`).
+//! the plumbing of worktrees and merges (see `mission::worktree`), sound after a kill at any
+//! step: lock files git left ([`stale`]), worktrees ([`worktrees`]), merges ([`merge`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+pub mod merge;
+pub mod stale;
+pub mod worktrees;
 
 /// The working directory's HEAD before an attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +39,11 @@ fn git_bytes(workdir: &Path, args: &[&str]) -> Option<(bool, Vec<u8>)> {
 
 /// Runs git in `workdir` and returns its trimmed stdout, or an error holding what git said.
 pub fn run(workdir: &Path, args: &[&str]) -> anyhow::Result<String> {
+    run_untrimmed(workdir, args).map(|stdout| stdout.trim().to_string())
+}
+
+/// [`run`], its stdout as it is (where leading spaces mean something).
+pub fn run_untrimmed(workdir: &Path, args: &[&str]) -> anyhow::Result<String> {
     let output = Command::new("git")
         .arg("-C")
         .arg(workdir)
@@ -42,7 +52,7 @@ pub fn run(workdir: &Path, args: &[&str]) -> anyhow::Result<String> {
         .output()
         .map_err(|error| anyhow::anyhow!("cannot run git: {error}"))?;
     if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     } else {
         let said = String::from_utf8_lossy(&output.stderr);
         let said = said.trim();
@@ -53,6 +63,43 @@ pub fn run(workdir: &Path, args: &[&str]) -> anyhow::Result<String> {
         };
         Err(anyhow::anyhow!("git {}: {}", args.join(" "), said))
     }
+}
+
+/// The repository's common directory (`.git` of the main working tree, shared by its worktrees).
+pub fn common_dir(workdir: &Path) -> anyhow::Result<PathBuf> {
+    let dir = PathBuf::from(run(workdir, &["rev-parse", "--git-common-dir"])?);
+    Ok(stale::canonical(&workdir.join(dir)))
+}
+
+/// The git directory of the working tree `workdir` (`.git`, or a linked worktree's admin
+/// directory).
+pub fn git_dir(workdir: &Path) -> anyhow::Result<PathBuf> {
+    let dir = PathBuf::from(run(workdir, &["rev-parse", "--git-dir"])?);
+    Ok(stale::canonical(&workdir.join(dir)))
+}
+
+/// Whether the branch `branch` exists.
+pub fn branch_exists(workdir: &Path, branch: &str) -> bool {
+    commit_of(workdir, &format!("refs/heads/{branch}")).is_some()
+}
+
+/// The commit `rev` names, if it names one.
+pub fn commit_of(workdir: &Path, rev: &str) -> Option<String> {
+    match git(
+        workdir,
+        &["rev-parse", "--verify", "-q", &format!("{rev}^{{commit}}")],
+    ) {
+        Some((true, sha)) if !sha.is_empty() => Some(sha),
+        _ => None,
+    }
+}
+
+/// Whether `commit` is `of` or one of its ancestors (false when either is unknown).
+pub fn is_ancestor(workdir: &Path, commit: &str, of: &str) -> bool {
+    matches!(
+        git(workdir, &["merge-base", "--is-ancestor", commit, of]),
+        Some((true, _))
+    )
 }
 
 /// Whether `workdir` is inside a git working tree.
@@ -228,7 +275,8 @@ pub fn new_commits_between(workdir: &Path, before: &Head, after: &Head) -> Optio
 mod tests {
     use super::*;
 
-    fn run(dir: &Path, args: &[&str]) {
+    /// Runs git in `dir` as a test's author; panics if it fails.
+    pub(in crate::base::git) fn run(dir: &Path, args: &[&str]) {
         let status = Command::new("git")
             .arg("-C")
             .arg(dir)

@@ -1,0 +1,332 @@
+//! Merging a branch into the main working tree's branch (`--no-ff`): all of it or nothing, and
+//! sound after a kill at any moment of an earlier try. A kill can leave lock files (removed when
+//! no live git holds them), a merge stopped with MERGE_HEAD (aborted when it is this branch's),
+//! or — killed after git updated the index and files but before it moved the branch — the merge's
+//! result in the index and the tree with nothing saying so; that one is recognised (every change
+//! in the tree is one the merge makes, with the merge's content) and undone before merging again.
+//! Any other change in the tree is the user's, and is never touched: the merge is refused.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::worktrees::{checkouts, ref_lock, registrations};
+use super::{common_dir, git, is_ancestor, run, run_untrimmed, stale};
+
+/// How a merge went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Merge {
+    /// The branch's work is in the base branch (merged now, or found merged already).
+    Merged,
+    /// Not merged, the main tree as it was; why.
+    Refused(String),
+}
+
+/// Merges `branch` (at `tip`) into `base`, which must be checked out in the main working tree
+/// `main`, with a merge commit of `message`. The caller serialises git operations on `main`.
+pub fn merge_no_ff(
+    main: &Path,
+    base: &str,
+    branch: &str,
+    tip: &str,
+    message: &str,
+) -> anyhow::Result<Merge> {
+    clear_stale_locks(main, &[base, branch])?;
+    if is_ancestor(main, tip, base) {
+        return Ok(Merge::Merged);
+    }
+    let current = run(main, &["symbolic-ref", "--short", "HEAD"]).unwrap_or_default();
+    if current != base {
+        return Ok(Merge::Refused(format!(
+            "the main working tree is on {current:?}, not on {base:?} where the mission started"
+        )));
+    }
+    if let Some(refused) = settle_merge_in_progress(main, tip)? {
+        return Ok(refused);
+    }
+    let first = try_merge(main, branch, message)?;
+    if first == Merge::Merged || !undo_interrupted_merge(main, branch)? {
+        return Ok(first);
+    }
+    try_merge(main, branch, message)
+}
+
+/// Removes the lock files a killed git left in the main repository: those of the common
+/// directory (its index, HEAD, packed-refs…) and of the refs of `branches`.
+fn clear_stale_locks(main: &Path, branches: &[&str]) -> anyhow::Result<()> {
+    let common = common_dir(main)?;
+    let mut locks = stale::locks_in(&common);
+    locks.extend(branches.iter().map(|branch| ref_lock(&common, branch)));
+    // Git processes working in the linked worktrees (agents) work in other trees.
+    let others = checkouts(&registrations(&common));
+    stale::remove_stale(&locks, main, &others);
+    Ok(())
+}
+
+/// A merge stopped half-way in the main tree (MERGE_HEAD there): aborted if it is the merge of
+/// `tip` (an earlier try killed), else the reason to refuse (someone else's merge).
+fn settle_merge_in_progress(main: &Path, tip: &str) -> anyhow::Result<Option<Merge>> {
+    let merge_head = common_dir(main)?.join("MERGE_HEAD");
+    let Ok(text) = std::fs::read_to_string(&merge_head) else {
+        return Ok(None);
+    };
+    if text.trim() != tip {
+        return Ok(Some(Merge::Refused(
+            "another merge is in progress in the main working tree (MERGE_HEAD): finish it or `git merge --abort` it".into(),
+        )));
+    }
+    if let Err(error) = run(main, &["merge", "--abort"]) {
+        return Ok(Some(Merge::Refused(format!(
+            "an interrupted merge of the branch could not be aborted: {error:#}"
+        ))));
+    }
+    Ok(None)
+}
+
+/// One `git merge --no-ff`; on a conflict the merge is aborted, never left half-done.
+fn try_merge(main: &Path, branch: &str, message: &str) -> anyhow::Result<Merge> {
+    let args = [
+        "-c",
+        "user.name=harness",
+        "-c",
+        "user.email=harness@localhost",
+        "merge",
+        "--no-ff",
+        "--no-edit",
+        "-m",
+        message,
+        branch,
+    ];
+    let Err(error) = run(main, &args) else {
+        return Ok(Merge::Merged);
+    };
+    let conflicted = run(main, &["diff", "--name-only", "--diff-filter=U"]).unwrap_or_default();
+    if common_dir(main)?.join("MERGE_HEAD").exists() {
+        // Never leave a half-merged tree: back to exactly what it was.
+        let _ = run(main, &["merge", "--abort"]);
+    }
+    let files = conflicted.lines().collect::<Vec<_>>().join(", ");
+    Ok(Merge::Refused(if files.is_empty() {
+        let said = format!("{error:#}");
+        let said = said
+            .strip_prefix(&format!("git {}: ", args.join(" ")))
+            .unwrap_or(&said);
+        format!("git merge refused: {}", one_line(said))
+    } else {
+        format!("conflicts in {files}")
+    }))
+}
+
+/// git's message on one line.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// If every change in the main tree (index, files, untracked files) is one that merging `branch`
+/// into HEAD makes, with that merge's content — what a merge killed after updating the tree and
+/// before committing leaves — undoes it and returns true. Changes of any other kind are the
+/// user's: nothing is touched and false is returned. Needs `git merge-tree --write-tree` (git
+/// 2.38); without it, nothing is recognised.
+fn undo_interrupted_merge(main: &Path, branch: &str) -> anyhow::Result<bool> {
+    let Some((true, tree)) = git(main, &["merge-tree", "--write-tree", "HEAD", branch]) else {
+        return Ok(false);
+    };
+    let Some(result) = tree.lines().next().map(str::to_string) else {
+        return Ok(false);
+    };
+    let merged = run_untrimmed(
+        main,
+        &["diff-tree", "-r", "-z", "--name-only", "HEAD", &result],
+    )?;
+    let merged: Vec<&str> = merged.split('\0').filter(|p| !p.is_empty()).collect();
+    // Untracked files the merge does not write are neither its doing nor in its way.
+    let changes: BTreeMap<String, bool> = changed_paths(main)?
+        .into_iter()
+        .filter(|(path, untracked)| !untracked || merged.contains(&path.as_str()))
+        .collect();
+    if changes.is_empty() {
+        return Ok(false);
+    }
+    let paths: Vec<&str> = changes.keys().map(String::as_str).collect();
+    if paths.iter().any(|path| !merged.contains(path)) {
+        return Ok(false);
+    }
+    let before = blobs(main, &["ls-tree", "-r", "-z", "HEAD"], &paths)?;
+    let after = blobs(main, &["ls-tree", "-r", "-z", &result], &paths)?;
+    let staged = blobs(main, &["ls-files", "-s", "-z"], &paths)?;
+    let on_disk = file_blobs(main, &paths)?;
+    let either =
+        |found: Option<&String>, path: &str| found == before.get(path) || found == after.get(path);
+    let ours = paths
+        .iter()
+        .all(|path| either(staged.get(*path), path) && either(on_disk.get(*path), path));
+    if !ours {
+        return Ok(false);
+    }
+    run(main, &["reset", "-q", "--hard"])?;
+    // Files the merge adds that were written but not staged are untracked: `reset` left them.
+    for (path, untracked) in &changes {
+        if *untracked && !before.contains_key(path.as_str()) {
+            let _ = std::fs::remove_file(main.join(path));
+        }
+    }
+    Ok(true)
+}
+
+/// Every path `git status` reports changed in the main tree (renames as both paths), and
+/// whether it is untracked.
+fn changed_paths(main: &Path) -> anyhow::Result<BTreeMap<String, bool>> {
+    let status = run_untrimmed(
+        main,
+        &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
+    )?;
+    let mut paths = BTreeMap::new();
+    let mut records = status.split('\0').filter(|r| !r.is_empty());
+    while let Some(record) = records.next() {
+        let (code, path) = record.split_at(record.len().min(3));
+        paths.insert(path.to_string(), code.starts_with("??"));
+        if code.contains('R') || code.contains('C') {
+            if let Some(old) = records.next() {
+                paths.insert(old.to_string(), false);
+            }
+        }
+    }
+    Ok(paths)
+}
+
+/// The blob of each of `paths` in the NUL-terminated listing of `command` (`ls-tree` or
+/// `ls-files -s`: the object id is the field before the tab's last word), absent ones left out.
+fn blobs(
+    main: &Path,
+    command: &[&str],
+    paths: &[&str],
+) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut args = vec!["--literal-pathspecs"];
+    args.extend_from_slice(command);
+    args.push("--");
+    args.extend_from_slice(paths);
+    let listing = run(main, &args)?;
+    Ok(listing
+        .split('\0')
+        .filter_map(|entry| {
+            let (meta, path) = entry.split_once('\t')?;
+            let fields: Vec<&str> = meta.split_whitespace().collect();
+            // ls-tree: mode type oid; ls-files -s: mode oid stage.
+            let oid = if fields.len() == 3 && fields[1] == "blob" {
+                fields[2]
+            } else {
+                fields.get(1)?
+            };
+            Some((path.to_string(), oid.to_string()))
+        })
+        .collect())
+}
+
+/// The blob each of `paths` that exists as a file would be, as git would store it.
+fn file_blobs(main: &Path, paths: &[&str]) -> anyhow::Result<BTreeMap<String, String>> {
+    let present: Vec<&str> = paths
+        .iter()
+        .copied()
+        .filter(|path| main.join(path).is_file())
+        .collect();
+    if present.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let mut args = vec!["hash-object", "--"];
+    args.extend_from_slice(&present);
+    let hashes = run(main, &args)?;
+    Ok(present
+        .iter()
+        .map(|path| path.to_string())
+        .zip(hashes.lines().map(str::to_string))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::git::commit_of;
+    use crate::base::git::tests::run as git_ok;
+
+    /// A repository on `main` with a.txt, and a branch `b` that changes it and adds b.txt.
+    fn repository() -> (tempfile::TempDir, std::path::PathBuf, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().to_path_buf();
+        git_ok(&main, &["init", "-q", "-b", "main"]);
+        std::fs::write(main.join("a.txt"), "a\n").unwrap();
+        git_ok(&main, &["add", "-A"]);
+        git_ok(&main, &["commit", "-q", "-m", "one"]);
+        git_ok(&main, &["checkout", "-q", "-b", "b"]);
+        std::fs::write(main.join("a.txt"), "a, changed\n").unwrap();
+        std::fs::write(main.join("b.txt"), "b\n").unwrap();
+        git_ok(&main, &["add", "-A"]);
+        git_ok(&main, &["commit", "-q", "-m", "two"]);
+        git_ok(&main, &["checkout", "-q", "main"]);
+        let tip = commit_of(&main, "b").unwrap();
+        (dir, main, tip)
+    }
+
+    #[test]
+    fn merges_once_and_then_finds_it_merged() {
+        let (_dir, main, tip) = repository();
+        assert_eq!(
+            merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap(),
+            Merge::Merged
+        );
+        assert_eq!(std::fs::read_to_string(main.join("b.txt")).unwrap(), "b\n");
+        let head = commit_of(&main, "HEAD").unwrap();
+        assert_eq!(
+            merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap(),
+            Merge::Merged
+        );
+        assert_eq!(
+            commit_of(&main, "HEAD").unwrap(),
+            head,
+            "nothing merged twice"
+        );
+    }
+
+    #[test]
+    fn a_merge_killed_before_its_commit_is_undone_and_made_again() {
+        let (_dir, main, tip) = repository();
+        // What the kill left: the merge's result staged and in the files, a stale index.lock.
+        git_ok(&main, &["merge", "--no-ff", "--no-commit", "b"]);
+        std::fs::remove_file(main.join(".git/MERGE_HEAD")).unwrap();
+        std::fs::write(main.join(".git/index.lock"), "").unwrap();
+        assert_eq!(
+            merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap(),
+            Merge::Merged
+        );
+        assert!(is_ancestor(&main, &tip, "main"));
+        assert_eq!(run(&main, &["status", "--porcelain"]).unwrap(), "");
+    }
+
+    #[test]
+    fn a_change_of_the_users_is_never_taken_for_an_interrupted_merge() {
+        let (_dir, main, tip) = repository();
+        std::fs::write(main.join("b.txt"), "mine\n").unwrap();
+        let refused = merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap();
+        assert!(
+            matches!(&refused, Merge::Refused(why) if why.contains("b.txt")),
+            "{refused:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(main.join("b.txt")).unwrap(),
+            "mine\n"
+        );
+        assert!(!is_ancestor(&main, &tip, "main"));
+    }
+
+    #[test]
+    fn someone_elses_merge_in_progress_is_left_alone() {
+        let (_dir, main, tip) = repository();
+        git_ok(&main, &["checkout", "-q", "-b", "c"]);
+        std::fs::write(main.join("c.txt"), "c\n").unwrap();
+        git_ok(&main, &["add", "-A"]);
+        git_ok(&main, &["commit", "-q", "-m", "c"]);
+        git_ok(&main, &["checkout", "-q", "main"]);
+        git_ok(&main, &["merge", "--no-ff", "--no-commit", "c"]);
+        let refused = merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap();
+        assert!(matches!(&refused, Merge::Refused(why) if why.contains("MERGE_HEAD")));
+        assert!(main.join(".git/MERGE_HEAD").exists());
+    }
+}
