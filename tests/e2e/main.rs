@@ -22,3 +22,4 @@ mod resume;
 mod symlinks;
 mod validator;
 mod worker_loop;
+mod worktrees;

@@ -200,16 +200,16 @@ fn six_features_with_dependencies_run_three_at_a_time_in_worktrees() {
 }
 
 #[test]
-fn a_merge_conflict_blocks_the_feature_and_keeps_its_branch() {
+fn a_merge_conflict_leaves_the_feature_unmerged_and_keeps_its_branch() {
     let features = "features:\n  - id: F-001\n    title: a\n  - id: F-002\n    title: b\n  - id: F-003\n    title: c\n";
     let project = run_three_at_a_time(features, true, 3);
     let mut done = 0;
-    let mut blocked = Vec::new();
+    let mut unmerged = Vec::new();
     for feature in ["F-001", "F-002", "F-003"] {
         let state = project.state(feature);
         match state["status"].as_str().unwrap() {
             "done" => done += 1,
-            "blocked" => {
+            "unmerged" => {
                 assert!(
                     state["reason"]
                         .as_str()
@@ -217,13 +217,13 @@ fn a_merge_conflict_blocks_the_feature_and_keeps_its_branch() {
                         .contains("conflicts in shared.txt"),
                     "{state}"
                 );
-                blocked.push(feature);
+                unmerged.push(feature);
             }
             other => panic!("{feature} is {other}"),
         }
     }
-    assert_eq!((done, blocked.len()), (1, 2));
-    // Never a half-merged tree; the blocked features' branches are kept.
+    assert_eq!((done, unmerged.len()), (1, 2));
+    // Never a half-merged tree; the unmerged features' branches are kept.
     assert_eq!(
         project
             .git(&["status", "--porcelain", "--untracked-files=no"])
@@ -232,7 +232,7 @@ fn a_merge_conflict_blocks_the_feature_and_keeps_its_branch() {
     );
     let shared = std::fs::read_to_string(project.workdir.join("shared.txt")).unwrap();
     assert!(!shared.contains("<<<<<<<"), "{shared}");
-    for feature in blocked {
+    for feature in unmerged {
         assert!(branches(&project.workdir).contains(&format!("harness/{feature}")));
     }
 }

@@ -53,10 +53,12 @@ pub fn satisfied(id: &FeatureId, features: &FeatureList, states: &States) -> boo
     walk(id, features, states, &mut BTreeSet::new())
 }
 
-/// What is wrong with a feature, seen as a dependency of others.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What is wrong with a feature, seen as a dependency of others (the first is said first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Trouble {
     Failed,
+    /// Accepted, its work not merged into the mission's branch yet: its dependents wait for it.
+    Unmerged,
     Blocked,
 }
 
@@ -88,8 +90,9 @@ fn trouble(
             .superseded_by
             .iter()
             .filter_map(|next| trouble(next, features, states, seen))
-            .min_by_key(|t| *t == Trouble::Blocked),
+            .min(),
         Some(state) if state.status == Status::Failed => Some(Trouble::Failed),
+        Some(state) if state.status == Status::Unmerged => Some(Trouble::Unmerged),
         Some(state) if state.status == Status::Blocked && !is_dependency_block(state) => {
             Some(Trouble::Blocked)
         }
@@ -153,13 +156,14 @@ pub fn dependency_updates(features: &FeatureList, states: &States) -> Vec<Depend
             continue;
         }
         match state.map(|s| s.status) {
-            Some(Status::Done | Status::Failed) => continue,
+            Some(Status::Done | Status::Unmerged | Status::Failed) => continue,
             Some(Status::Blocked) if !state.is_some_and(is_dependency_block) => continue,
             _ => {}
         }
         let wanted = dependency_trouble(feature, features, states, &mut BTreeSet::new()).map(
             |(dep, trouble)| match trouble {
                 Trouble::Failed => format!("{DEPENDENCY_REASON_PREFIX}{dep} failed"),
+                Trouble::Unmerged => format!("{DEPENDENCY_REASON_PREFIX}{dep} is not merged yet"),
                 Trouble::Blocked => format!("{DEPENDENCY_REASON_PREFIX}{dep} is blocked"),
             },
         );
@@ -178,7 +182,8 @@ pub fn dependency_updates(features: &FeatureList, states: &States) -> Vec<Depend
 }
 
 /// Up to `limit` features ready to run, in the order of features.yaml: not done, failed, blocked
-/// or superseded; every dependency satisfied; not in `exclude`; not locked by another run.
+/// or superseded; every dependency satisfied; not in `exclude`; not locked by another run. An
+/// unmerged feature is ready: its run tries the merge again.
 pub fn ready(
     features: &FeatureList,
     states: &States,
@@ -213,7 +218,7 @@ pub fn ready(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MissionOutcome {
     /// 0 every feature done (or superseded by done ones); 2 only guardrail failures are left;
-    /// 3 anything else (failed, blocked, never run).
+    /// 3 anything else (failed, unmerged, blocked, never run).
     pub exit_code: u8,
     /// `mission: 5/6 features done, 1 blocked`.
     pub line: String,
@@ -227,6 +232,7 @@ pub fn mission_outcome(features: &FeatureList, states: &States) -> MissionOutcom
         done: usize,
         guardrail: usize,
         failed: usize,
+        unmerged: usize,
         blocked: usize,
         in_progress: usize,
         pending: usize,
@@ -260,6 +266,7 @@ pub fn mission_outcome(features: &FeatureList, states: &States) -> MissionOutcom
                     counts.guardrail += 1
                 }
                 Status::Failed => counts.failed += 1,
+                Status::Unmerged => counts.unmerged += 1,
                 Status::Blocked => counts.blocked += 1,
                 Status::Pending if state.iteration_count == 0 => counts.pending += 1,
                 Status::Pending | Status::Running | Status::Provisional => counts.in_progress += 1,
@@ -271,6 +278,7 @@ pub fn mission_outcome(features: &FeatureList, states: &States) -> MissionOutcom
     for (count, words) in [
         (counts.guardrail, "failed at max_iterations"),
         (counts.failed, "failed"),
+        (counts.unmerged, "accepted but not merged"),
         (counts.blocked, "blocked"),
         (counts.in_progress, "unfinished"),
         (counts.pending, "not started"),
@@ -285,6 +293,7 @@ pub fn mission_outcome(features: &FeatureList, states: &States) -> MissionOutcom
         }
     }
     let others = counts.failed
+        + counts.unmerged
         + counts.blocked
         + counts.in_progress
         + counts.pending
@@ -537,6 +546,44 @@ mod tests {
                 id("F-3"),
                 "dependency F-2 is blocked".into()
             )]
+        );
+    }
+
+    #[test]
+    fn an_unmerged_feature_is_ready_to_merge_again_and_its_dependents_wait() {
+        let features = chain();
+        let mut unmerged = states(vec![state("F-1", Status::Unmerged, Some("conflicts"))]);
+        assert_eq!(
+            ids(&ready(&features, &unmerged, &[], |_| false, 9)),
+            ["F-1", "F-4"]
+        );
+        assert_eq!(
+            dependency_updates(&features, &unmerged),
+            [
+                DependencyUpdate::Block(id("F-2"), "dependency F-1 is not merged yet".into()),
+                DependencyUpdate::Block(id("F-3"), "dependency F-2 is blocked".into()),
+            ]
+        );
+        let outcome = mission_outcome(&features, &unmerged);
+        assert_eq!(outcome.exit_code, 3);
+        assert_eq!(
+            outcome.line,
+            "mission: 0/4 features done, 1 accepted but not merged, 3 not started"
+        );
+        // Merged at last: its dependents are unblocked.
+        unmerged.insert(id("F-1"), state("F-1", Status::Done, None).1);
+        unmerged.insert(
+            id("F-2"),
+            state(
+                "F-2",
+                Status::Blocked,
+                Some("dependency F-1 is not merged yet"),
+            )
+            .1,
+        );
+        assert_eq!(
+            dependency_updates(&features, &unmerged),
+            [DependencyUpdate::Unblock(id("F-2"))]
         );
     }
 

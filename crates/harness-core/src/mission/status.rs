@@ -33,6 +33,8 @@ pub enum BoardStatus {
     Provisional,
     /// Accepted.
     Done,
+    /// Accepted, its branch not merged back yet (the reason says why and what to do).
+    Unmerged,
     /// Failed for good or at a guardrail.
     Failed,
     /// Cannot run.
@@ -50,6 +52,7 @@ impl BoardStatus {
             BoardStatus::Interrupted => "interrupted",
             BoardStatus::Provisional => "provisional",
             BoardStatus::Done => "done",
+            BoardStatus::Unmerged => "unmerged",
             BoardStatus::Failed => "failed",
             BoardStatus::Blocked => "blocked",
             BoardStatus::Superseded => "superseded",
@@ -76,6 +79,7 @@ impl BoardStatus {
             Status::Running => BoardStatus::Interrupted,
             Status::Provisional => BoardStatus::Provisional,
             Status::Pending => BoardStatus::Pending,
+            Status::Unmerged => BoardStatus::Unmerged,
         }
     }
 }
@@ -167,7 +171,12 @@ pub fn board(
                 title: feature.title.trim().to_string(),
                 status,
                 reason: state
-                    .filter(|s| matches!(s.status, Status::Failed | Status::Blocked))
+                    .filter(|s| {
+                        matches!(
+                            s.status,
+                            Status::Failed | Status::Blocked | Status::Unmerged
+                        )
+                    })
                     .and_then(|s| s.reason.clone()),
                 superseded_by: state.map_or_else(Vec::new, |s| {
                     s.superseded_by.iter().map(|id| id.to_string()).collect()

@@ -717,7 +717,7 @@ impl Session {
     }
 
     /// Applies `transition` to the run state (a landing merges the feature's worktree back) and
-    /// says how it ended: the exit code and message, or those of a landing that blocked it.
+    /// says how it ended: the exit code and message, or those of a landing git refused.
     pub fn apply(
         &mut self,
         transition: Transition,
@@ -735,7 +735,7 @@ impl Session {
         let reason = self.state.reason.clone().unwrap_or_default();
         Ok(RoleReport {
             exit_code: exit_codes::FAILED,
-            message: format!("{message}, but it is blocked: {reason}"),
+            message: format!("{message}, but it is not merged: {reason}"),
         })
     }
 
@@ -761,8 +761,8 @@ impl Session {
     }
 }
 
-/// Makes `change` to the run state `state`; `false` when a landing blocked the feature instead
-/// (its branch could not be merged back).
+/// Makes `change` to the run state `state`; `false` when a landing left the feature unmerged
+/// instead (git refused to merge its branch back).
 fn change_state(
     state: &mut RunState,
     change: Change,

@@ -30,6 +30,7 @@ use crate::state::memory::{self, Tag};
 use crate::state::notes::{self, AttemptNote};
 use crate::state::run_state::{Outcome, RunState, Status};
 use crate::state::usage::UsageRecord;
+use crate::state::run_state::Worktree;
 use crate::state::worktree;
 
 /// What happens after an agent stopped.
@@ -267,6 +268,12 @@ fn before_iteration(state: &RunState) -> Option<Transition> {
             exit_codes::PROVISIONAL,
             format!("{id} is provisional: it waits for the validator"),
         )),
+        // Accepted already: only its merge is left to do, and no agent runs.
+        Status::Unmerged => Some(Transition::new(
+            Change::Land,
+            exit_codes::DONE,
+            format!("{id} was accepted; merging its work"),
+        )),
         Status::Blocked => Some(Transition::new(
             Change::Keep,
             exit_codes::FAILED,
@@ -430,15 +437,28 @@ pub fn assign_worktree(memo: &mut InputMemo, request: &FeatureRequest) -> anyhow
         .into());
     }
     let mut session = Session::open(memo, request, Role::Worker)?;
-    if let Some(existing) = &session.state.worktree {
-        if existing.path.join(".git").exists() {
-            return Ok(existing.path.clone());
-        }
+    // A feature that will run no agent gets no worktree: it works (lands) from the main tree.
+    if matches!(
+        session.state.status,
+        Status::Done | Status::Unmerged | Status::Blocked
+    ) {
+        return Ok(main.clone());
     }
-    let worktree = worktree::prepare(main, &request.place.state, &session.state.feature_id)?;
+    // Made, or repaired after a kill, keeping the branch it merges back into and its landing.
+    let recorded = session.state.worktree.take();
+    let worktree = worktree::prepare(
+        main,
+        &request.place.state,
+        &session.state.feature_id,
+        "HEAD",
+        recorded.as_ref().map(|w| w.base_branch.clone()),
+    )?;
     let path = worktree.path.clone();
-    session.state.worktree = Some(worktree);
-    session.save()?;
+    session.state.worktree = Some(Worktree {
+        tip: recorded.and_then(|w| w.tip),
+        ..worktree
+    });
+    session.save_if_changed()?;
     Ok(path)
 }
 
@@ -913,6 +933,19 @@ mod tests {
         assert_eq!(
             (stop.exit_code, stop.change),
             (exit_codes::DONE, Change::Keep)
+        );
+    }
+
+    #[test]
+    fn an_unmerged_feature_only_lands_whatever_its_iterations() {
+        let now = time::now();
+        let mut state = RunState::new(FeatureId::parse("F-1").unwrap(), 2, "P", now);
+        state.status = Status::Unmerged;
+        state.iteration_count = 2;
+        let stop = before_iteration(&state).unwrap();
+        assert_eq!(
+            (stop.exit_code, stop.change),
+            (exit_codes::DONE, Change::Land)
         );
     }
 }

@@ -29,9 +29,13 @@ pub enum Status {
     Provisional,
     /// Accepted.
     Done,
+    /// Accepted, but its worktree's branch is not merged back yet: git refused the merge (the
+    /// reason says why and what to do), or a kill interrupted it. The next run merges it, without
+    /// running an agent again.
+    Unmerged,
     /// Stopped by a guardrail or rejected for good.
     Failed,
-    /// Cannot run (a dependency failed, a merge conflict).
+    /// Cannot run (a dependency failed or is not merged).
     Blocked,
 }
 
@@ -43,6 +47,7 @@ impl Status {
             Status::Running => "running",
             Status::Provisional => "provisional",
             Status::Done => "done",
+            Status::Unmerged => "unmerged",
             Status::Failed => "failed",
             Status::Blocked => "blocked",
         }
@@ -162,6 +167,10 @@ pub struct Worktree {
     pub main: PathBuf,
     /// The branch the mission started on, which receives the merge.
     pub base_branch: String,
+    /// The commit that holds the accepted work, once landing has begun: what counts as merged
+    /// even when the branch is gone (merged and deleted by hand).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tip: Option<String>,
 }
 
 /// The run state of one feature.

@@ -1,15 +1,16 @@
 //! Parallel features work in git worktrees: each in `.harness/worktrees/<FEATURE>` on branch
 //! `harness/<FEATURE>`, made from the mission's HEAD, while sharing the one `.harness/` state. When a
 //! feature is accepted its branch is merged back into the branch the mission started on — all of
-//! it, or nothing: a conflict leaves the feature blocked and its branch kept. Where a feature
-//! works is recorded in its run state ([`Worktree`]).
+//! it, or nothing: a merge git refuses leaves the feature `unmerged`, its branch kept, and the
+//! next run tries again. Every step survives a kill: making a worktree repairs what a kill left
+//! (`base::git::worktrees`), and landing is recorded before it starts, so that a killed landing
+//! is finished by the next run without an agent running again.
 
 use std::path::Path;
 
 use anyhow::Context;
-
 use crate::base::fs;
-use crate::base::git;
+use crate::base::git::{self, merge::Merge, worktrees};
 use crate::base::locks::Lock;
 use crate::base::time::Timestamp;
 use crate::spec::features::FeatureId;
@@ -23,149 +24,247 @@ pub fn branch_of(feature: &FeatureId) -> String {
     format!("harness/{feature}")
 }
 
-/// Creates the feature's worktree (or finds the one it already has), from the main working
-/// directory's HEAD.
-pub fn prepare(main: &Path, state: &StateDir, feature: &FeatureId) -> anyhow::Result<Worktree> {
+/// Makes the feature's worktree sound — creating it from `start` (its branch too, if it has none
+/// yet), or repairing what a kill left of it — and says where it is. The branch the mission runs
+/// on is `base_branch` if given (a worktree made before), else the main working tree's.
+pub fn prepare(
+    main: &Path,
+    state: &StateDir,
+    feature: &FeatureId,
+    start: &str,
+    base_branch: Option<String>,
+) -> anyhow::Result<Worktree> {
     let path = state.worktrees_dir().join(feature.as_str());
     let branch = branch_of(feature);
-    let base_branch = git::run(main, &["symbolic-ref", "--short", "HEAD"]).with_context(|| {
-        format!(
-            "{} is not on a branch: parallel features merge back into the branch the mission runs on",
-            main.display()
-        )
-    })?;
-    if !path.join(".git").exists() {
-        // Worktrees are created one at a time: git's own bookkeeping is not safe to race.
-        let _lock = Lock::acquire(&state.git_lock())?;
-        fs::create_dir_all(&state.worktrees_dir())?;
-        let path_text = path.to_string_lossy().into_owned();
-        let branch_exists = git::run(
-            main,
-            &[
-                "rev-parse",
-                "--verify",
-                "-q",
-                &format!("refs/heads/{branch}"),
-            ],
-        )
-        .is_ok();
-        if branch_exists {
-            git::run(main, &["worktree", "add", &path_text, &branch])?;
-        } else {
-            git::run(
-                main,
-                &["worktree", "add", "-b", &branch, &path_text, "HEAD"],
-            )?;
-        }
+    let base_branch = match base_branch {
+        Some(base) => base,
+        None => git::run(main, &["symbolic-ref", "--short", "HEAD"]).with_context(|| {
+            format!(
+                "{} is not on a branch: parallel features merge back into the branch the mission runs on",
+                main.display()
+            )
+        })?,
+    };
+    // One process at a time changes git's bookkeeping of worktrees: it is not safe to race.
+    let _lock = Lock::acquire(&state.git_lock())?;
+    fs::create_dir_all(&state.worktrees_dir())?;
+    let found = worktrees::ensure(main, &path, &branch, start)?;
+    if found == worktrees::Found::Repaired {
+        eprintln!(
+            "worker: {feature}: repaired its worktree {} (left broken by a kill); its work is kept",
+            path.display()
+        );
     }
     Ok(Worktree {
         path,
         branch,
         main: main.to_path_buf(),
         base_branch,
+        tip: None,
     })
 }
 
-/// How merging a feature back went.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MergeOutcome {
-    /// Merged; the worktree is removed.
-    Merged,
-    /// Not merged, the main tree untouched, the branch kept; why.
-    Conflict(String),
+/// Lands an accepted feature: merges its worktree's branch back when it has one (then the
+/// worktree and the branch go), and marks it done. Before anything is done to git the feature is
+/// recorded `unmerged` (so a kill from then on leaves it for the next run to merge, with its
+/// attempts as they ended), and the commit holding its work is recorded before the merge; when
+/// git refuses the merge the feature stays unmerged, with the reason and what to do, and `false`
+/// is returned.
+pub fn land(run_state: &mut RunState, state: &StateDir, now: Timestamp) -> anyhow::Result<bool> {
+    let Some(mut worktree) = run_state.worktree.clone() else {
+        mark_done(run_state, now);
+        return Ok(true);
+    };
+    let id = run_state.feature_id.clone();
+    let path = state.run_state(&id);
+    let interrupted = format!(
+        "accepted; its merge into {} was interrupted: the next run finishes it",
+        worktree.base_branch
+    );
+    mark_unmerged(run_state, interrupted, now);
+    run_state
+        .save(&path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    // Once the recorded work is in the base branch (merged, by hand or by a run killed after its
+    // merge), the worktree is only left to remove: whatever a kill left of it is not work.
+    let merged = worktree
+        .tip
+        .as_deref()
+        .is_some_and(|tip| git::is_ancestor(&worktree.main, tip, &worktree.base_branch));
+    let outcome = if merged {
+        Merge::Merged
+    } else {
+        match gather_work(&mut worktree, state, &id)? {
+            Err(why) => Merge::Refused(why),
+            Ok(tip) => {
+                run_state.worktree = Some(worktree.clone());
+                run_state
+                    .save(&path)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                merge(&worktree, state, &id, &tip)?
+            }
+        }
+    };
+    match outcome {
+        Merge::Merged => {
+            remove(&worktree, state)?;
+            run_state.worktree = None;
+            mark_done(run_state, now);
+            Ok(true)
+        }
+        Merge::Refused(why) => {
+            let reason = format!(
+                "{why}; branch {branch} is kept: fix that (or merge {branch} into {base} yourself), then `./run.sh {id}` or `./run.sh all` merges it",
+                branch = worktree.branch,
+                base = worktree.base_branch
+            );
+            run_state.worktree = Some(worktree);
+            mark_unmerged(run_state, reason, now);
+            Ok(false)
+        }
+    }
 }
 
-/// Merges the feature's branch into the base branch in the main working tree. Work the agent
-/// left uncommitted in the worktree is committed first: the validator accepted the tree as it is.
-pub fn merge_back(
+/// A run of a feature that is `unmerged`: tries the merge again (nothing else runs). Returns the
+/// exit code (done, or failed with the reason) and the message.
+pub fn land_again(
+    run_state: &mut RunState,
+    state: &StateDir,
+    now: Timestamp,
+) -> anyhow::Result<(u8, String)> {
+    use crate::base::exit_codes;
+    let id = run_state.feature_id.clone();
+    if land(run_state, state, now)? {
+        return Ok((exit_codes::DONE, format!("{id} is merged: done")));
+    }
+    let reason = run_state.reason.clone().unwrap_or_default();
+    Ok((
+        exit_codes::FAILED,
+        format!("{id} is accepted but not merged: {reason}"),
+    ))
+}
+
+fn mark_done(run_state: &mut RunState, now: Timestamp) {
+    run_state.status = Status::Done;
+    run_state.finished_at = Some(now);
+    run_state.reason = None;
+    run_state.updated_at = now;
+}
+
+fn mark_unmerged(run_state: &mut RunState, reason: String, now: Timestamp) {
+    run_state.status = Status::Unmerged;
+    run_state.reason = Some(reason);
+    run_state.finished_at = Some(now);
+    run_state.updated_at = now;
+}
+
+/// Puts all of the feature's work on its branch — the worktree repaired if a kill broke it, and
+/// what the agent left uncommitted committed (the validator accepted the tree as it is) — and
+/// records the commit holding it in `worktree.tip`, which it returns; `Err` says why not.
+fn gather_work(
+    worktree: &mut Worktree,
+    state: &StateDir,
+    feature: &FeatureId,
+) -> anyhow::Result<Result<String, String>> {
+    let main = worktree.main.clone();
+    let branch_ref = format!("refs/heads/{}", worktree.branch);
+    if git::commit_of(&main, &branch_ref).is_some() {
+        {
+            let _lock = Lock::acquire(&state.git_lock())?;
+            worktrees::ensure(&main, &worktree.path, &worktree.branch, "HEAD")?;
+        }
+        if let Err(why) = commit_leftovers(&worktree.path, feature) {
+            return Ok(Err(why));
+        }
+        worktree.tip = git::commit_of(&main, &branch_ref);
+    }
+    Ok(match &worktree.tip {
+        Some(tip) => Ok(tip.clone()),
+        None => Err(format!(
+            "branch {} is gone and no commit of its work is recorded",
+            worktree.branch
+        )),
+    })
+}
+
+/// Merges the feature's work (commit `tip`, on its branch) into the base branch in the main
+/// working tree.
+fn merge(
     worktree: &Worktree,
     state: &StateDir,
     feature: &FeatureId,
-) -> anyhow::Result<MergeOutcome> {
-    let dirty = !git::run(&worktree.path, &["status", "--porcelain"])?.is_empty();
-    if dirty {
-        git::run(&worktree.path, &["add", "-A"])?;
-        git::run(
-            &worktree.path,
-            &[
-                "-c",
-                "user.name=harness",
-                "-c",
-                "user.email=harness@localhost",
-                "commit",
-                "-q",
-                "-m",
-                &format!("{feature}: work left uncommitted when it was accepted"),
-            ],
-        )?;
-    }
+    tip: &str,
+) -> anyhow::Result<Merge> {
+    let main = &worktree.main;
+    let base = &worktree.base_branch;
     let _lock = Lock::acquire(&state.git_lock())?;
-    let current =
-        git::run(&worktree.main, &["symbolic-ref", "--short", "HEAD"]).unwrap_or_default();
-    if current != worktree.base_branch {
-        return Ok(MergeOutcome::Conflict(format!(
-            "the main working tree is on {current:?}, not on {:?} where the mission started; branch {} is kept",
-            worktree.base_branch, worktree.branch
+    let branch_ref = format!("refs/heads/{}", worktree.branch);
+    if git::commit_of(main, &branch_ref).is_none() && !git::is_ancestor(main, tip, base) {
+        return Ok(Merge::Refused(format!(
+            "branch {branch} is gone and its work (commit {tip}) is not in {base}; `git branch {branch} {tip}` brings it back",
+            branch = worktree.branch
         )));
     }
-    let merge = git::run(
-        &worktree.main,
+    git::merge::merge_no_ff(
+        main,
+        base,
+        &worktree.branch,
+        tip,
+        &format!("Merge {feature} ({})", worktree.branch),
+    )
+}
+
+/// Removes the worktree of a feature whose work is merged, and its branch unless something was
+/// added to it since.
+fn remove(worktree: &Worktree, state: &StateDir) -> anyhow::Result<()> {
+    let main = &worktree.main;
+    let _lock = Lock::acquire(&state.git_lock())?;
+    worktrees::remove(main, &worktree.path)?;
+    if let Some(now) = git::commit_of(main, &format!("refs/heads/{}", worktree.branch)) {
+        if git::is_ancestor(main, &now, &worktree.base_branch) {
+            git::run(main, &["branch", "-D", &worktree.branch])?;
+        }
+    }
+    Ok(())
+}
+
+/// Commits what is left uncommitted in the worktree at `path`, if anything; `Err` holds why git
+/// refused (a pre-commit hook, say).
+fn commit_leftovers(path: &Path, feature: &FeatureId) -> Result<(), String> {
+    let refused = |error: anyhow::Error| {
+        format!(
+            "committing the work left uncommitted in {} failed: {}",
+            path.display(),
+            format!("{error:#}")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        )
+    };
+    let dirty = !git::run(path, &["status", "--porcelain"])
+        .map_err(refused)?
+        .is_empty();
+    if !dirty {
+        return Ok(());
+    }
+    git::run(path, &["add", "-A"]).map_err(refused)?;
+    // Changes `add` cannot stage (in a submodule, say): nothing to commit.
+    if git::run(path, &["diff", "--cached", "--quiet"]).is_ok() {
+        return Ok(());
+    }
+    git::run(
+        path,
         &[
             "-c",
             "user.name=harness",
             "-c",
             "user.email=harness@localhost",
-            "merge",
-            "--no-ff",
-            "--no-edit",
+            "commit",
+            "-q",
             "-m",
-            &format!("Merge {feature} ({})", worktree.branch),
-            &worktree.branch,
+            &format!("{feature}: work left uncommitted when it was accepted"),
         ],
-    );
-    if let Err(error) = merge {
-        let conflicted = git::run(&worktree.main, &["diff", "--name-only", "--diff-filter=U"])
-            .unwrap_or_default();
-        // Never leave a half-merged tree: back to exactly what it was.
-        let _ = git::run(&worktree.main, &["merge", "--abort"]);
-        let files = conflicted.lines().collect::<Vec<_>>().join(", ");
-        let why = if files.is_empty() {
-            format!("{error:#}")
-        } else {
-            format!("conflicts in {files}")
-        };
-        return Ok(MergeOutcome::Conflict(format!(
-            "merging {} into {} failed: {why}; the branch is kept",
-            worktree.branch, worktree.base_branch
-        )));
-    }
-    let path_text = worktree.path.to_string_lossy().into_owned();
-    git::run(
-        &worktree.main,
-        &["worktree", "remove", "--force", &path_text],
-    )?;
-    git::run(&worktree.main, &["branch", "-d", &worktree.branch])?;
-    Ok(MergeOutcome::Merged)
-}
-
-/// Lands an accepted feature: merges its worktree back when it has one. On a conflict the
-/// feature is blocked with the reason (and `false` is returned); otherwise it is done.
-pub fn land(run_state: &mut RunState, state: &StateDir, now: Timestamp) -> anyhow::Result<bool> {
-    if let Some(worktree) = run_state.worktree.clone() {
-        match merge_back(&worktree, state, &run_state.feature_id)? {
-            MergeOutcome::Merged => run_state.worktree = None,
-            MergeOutcome::Conflict(reason) => {
-                run_state.status = Status::Blocked;
-                run_state.reason = Some(reason);
-                run_state.finished_at = Some(now);
-                run_state.updated_at = now;
-                return Ok(false);
-            }
-        }
-    }
-    run_state.status = Status::Done;
-    run_state.finished_at = Some(now);
-    run_state.reason = None;
-    run_state.updated_at = now;
-    Ok(true)
+    )
+    .map_err(refused)?;
+    Ok(())
 }

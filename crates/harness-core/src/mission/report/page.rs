@@ -24,6 +24,7 @@ pub(super) fn status_glyph(status: BoardStatus) -> &'static str {
         BoardStatus::Interrupted => "❚❚",
         BoardStatus::Provisional => "◐",
         BoardStatus::Done => "✓",
+        BoardStatus::Unmerged => "⇄",
         BoardStatus::Failed => "✗",
         BoardStatus::Blocked => "⊘",
         BoardStatus::Superseded => "↳",
@@ -31,8 +32,9 @@ pub(super) fn status_glyph(status: BoardStatus) -> &'static str {
 }
 
 /// Every board status, in the order of the progress bar.
-pub(super) const STATUSES: [BoardStatus; 8] = [
+pub(super) const STATUSES: [BoardStatus; 9] = [
     BoardStatus::Done,
+    BoardStatus::Unmerged,
     BoardStatus::Provisional,
     BoardStatus::Running,
     BoardStatus::Interrupted,

@@ -323,6 +323,7 @@ fn render_feature(html: &mut String, inputs: &Inputs, row: &FeatureRow, longest:
     if let Some(reason) = &row.reason {
         let what = match row.status {
             BoardStatus::Blocked => "Blocked",
+            BoardStatus::Unmerged => "Not merged",
             _ => "Stopped",
         };
         let _ = writeln!(

@@ -1,0 +1,590 @@
+//! Worktrees under kills (issue 13, item 2): a feature of `all --parallel` killed at each git step
+//! of its worktree's making, of the commit of its leftover work, of its merge and of its
+//! worktree's removal is completed by the next run, without an iteration burnt, an agent or
+//! validator run again, or an attempt recorded as interrupted.
+//!
+//! The kills are deterministic: a stand-in for git, first in PATH (and in GIT_EXEC_PATH, so that
+//! the inner git commands of `git worktree add` go through it too), SIGKILLs the run's whole
+//! process group at the chosen git command — before it, after it, or after leaving what git
+//! leaves when killed inside it; and git hooks kill at the moments inside a commit or a merge
+//! (index locked, tree updated, ref not yet moved).
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use harness_tests::{code, text, Project};
+
+/// The worker writes `<FEATURE>.txt` (left uncommitted: the harness commits it when the feature
+/// is accepted) or, finding it there already, says so in `found-work`, and delivers the promise;
+/// the validator passes. Every call is logged in `agent-calls` beside the project.
+fn agent(project: &Project) -> String {
+    let script = format!(
+        r#"#!/bin/sh
+cat >/dev/null
+echo "$HARNESS_ROLE $HARNESS_FEATURE_ID" >> {calls:?}
+if [ "$HARNESS_ROLE" = validator ]; then echo '<verdict>PASS</verdict>'; exit 0; fi
+if [ -e "$HARNESS_FEATURE_ID.txt" ]; then echo "$HARNESS_FEATURE_ID" >> {found:?}
+else echo "work of $HARNESS_FEATURE_ID" > "$HARNESS_FEATURE_ID.txt"; fi
+if [ -e {kill_agent:?} ] && [ ! -e {kill_agent:?}.done ]; then
+  : > {kill_agent:?}.done
+  kill -KILL -"$(ps -o pgid= -p "$PPID" | tr -d ' ')"
+fi
+echo '<promise>TASK_COMPLETE</promise>'
+"#,
+        calls = project.root().join("agent-calls").display().to_string(),
+        found = project.root().join("found-work").display().to_string(),
+        kill_agent = project.root().join("kill-in-agent").display().to_string(),
+    );
+    let path = project.root().join("agent.sh");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+/// A project of one feature run by [`agent`], the validator on or off.
+fn project(validate: bool) -> Project {
+    let project = Project::new(
+        "features:\n  - id: F-001\n    title: one\n",
+        "steps:\n  - [promise: true]\n",
+    );
+    let agent = agent(&project);
+    project.write_state(
+        "config.yaml",
+        &format!("agent:\n  command: [{agent:?}]\n  timeout_secs: 60\nvalidate: {validate}\n"),
+    );
+    project
+}
+
+fn real_git() -> String {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .unwrap();
+    text(&out.stdout).trim().to_string()
+}
+
+/// Where the kill comes from.
+enum Kill<'a> {
+    /// The git stand-in, at the first git command whose arguments contain ` {on}`: `action` is
+    /// shell run first (`"$REAL_GIT" "$@"` runs the command itself; `""` kills before it).
+    Git { on: &'a str, action: &'a str },
+    /// A git hook of that name, with this shell condition for killing (on its first match).
+    Hook { name: &'a str, when: &'a str },
+    /// The agent of the first iteration, once it has written its work.
+    Agent,
+}
+
+/// The marker left by the one kill, so that a case that never killed fails.
+fn marker(project: &Project) -> PathBuf {
+    project.root().join("killed")
+}
+
+/// Arms `kill` and returns the environment of the run to kill.
+fn arm(project: &Project, kill: &Kill) -> Vec<(String, String)> {
+    let marker = marker(project).display().to_string();
+    match kill {
+        Kill::Git { on, action } => {
+            let bin = project.root().join("fake-git");
+            std::fs::create_dir_all(&bin).unwrap();
+            let script = format!(
+                r#"#!/bin/sh
+# The real git, except at the first call whose arguments contain `{on}`: the action, then SIGKILL
+# to the whole process group (run.sh, its children, this git). DIR is the directory of `-C`.
+REAL_GIT={real:?}
+[ "$1" = -C ] && DIR=$2
+if [ ! -e {marker:?} ]; then
+  case " $* " in
+    *" {on}"*)
+      : > {marker:?}
+      {action}
+      kill -KILL 0
+      sleep 5;;
+  esac
+fi
+exec "$REAL_GIT" "$@"
+"#,
+                real = real_git(),
+            );
+            let path = bin.join("git");
+            std::fs::write(&path, script).unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+            let path_var = format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            );
+            vec![
+                ("PATH".into(), path_var),
+                ("GIT_EXEC_PATH".into(), bin.display().to_string()),
+            ]
+        }
+        Kill::Hook { name, when } => {
+            let hooks = project.workdir.join(".git/hooks");
+            std::fs::create_dir_all(&hooks).unwrap();
+            let script = format!(
+                "#!/bin/sh\nif [ ! -e {marker:?} ] && {{ {when}; }}; then : > {marker:?}; kill -KILL 0; sleep 5; fi\nexit 0\n"
+            );
+            let path = hooks.join(name);
+            std::fs::write(&path, script).unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+            Vec::new()
+        }
+        Kill::Agent => {
+            std::fs::write(project.root().join("kill-in-agent"), "").unwrap();
+            std::fs::write(&marker, "").unwrap();
+            Vec::new()
+        }
+    }
+}
+
+/// `./run.sh all --parallel 2`, in its own process group, with `env` added.
+fn run_all(project: &Project, env: &[(String, String)]) -> Output {
+    let mut command = project.command(&["all", "--parallel", "2"]);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    std::os::unix::process::CommandExt::process_group(&mut command, 0)
+        .output()
+        .unwrap()
+}
+
+/// The base branch of the project (what `git init` made it).
+fn base_branch(project: &Project) -> String {
+    project
+        .git(&["symbolic-ref", "--short", "HEAD"])
+        .trim()
+        .to_string()
+}
+
+/// Runs the mission with `kill` armed (it must die of it), lets `between` change the leftovers,
+/// runs it again, and checks that it ended as an undisturbed mission would.
+fn killed_then_resumed(validate: bool, kill: Kill, between: impl FnOnce(&Project)) {
+    let project = project(validate);
+    let env = arm(&project, &kill);
+    let out = run_all(&project, &env);
+    assert!(
+        marker(&project).exists(),
+        "the kill never happened (exit {:?})\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(libc::SIGKILL),
+        "{}",
+        text(&out.stderr)
+    );
+    // The hooks stay, fired: what a later commit or merge runs must not change the outcome.
+    between(&project);
+    let out = run_all(&project, &[]);
+    let context = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(code(&out), 0, "{context}");
+    check_landed(&project, validate, &context);
+}
+
+/// F-001 is done exactly once: one worker attempt (completed) and one validator attempt
+/// (verified) when validating, one agent call each; its work merged into the base branch; no
+/// worktree, registration or `harness/` branch left; the main tree clean.
+fn check_landed(project: &Project, validate: bool, context: &str) {
+    let state = project.state("F-001");
+    assert_eq!(state["status"], "done", "{state}\n{context}");
+    assert_eq!(
+        state["iteration_count"], 1,
+        "an iteration was burnt: {state}"
+    );
+    let attempts: Vec<(String, String)> = state["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["role"].as_str().unwrap().to_string(),
+                a["outcome"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut expected = vec![("worker".to_string(), "completed".to_string())];
+    if validate {
+        expected.push(("validator".into(), "verified".into()));
+    }
+    assert_eq!(attempts, expected, "{state}\n{context}");
+    let calls = std::fs::read_to_string(project.root().join("agent-calls")).unwrap_or_default();
+    let expected_calls = if validate {
+        "worker F-001\nvalidator F-001\n"
+    } else {
+        "worker F-001\n"
+    };
+    assert_eq!(calls, expected_calls, "an agent ran again\n{context}");
+
+    let base = base_branch(project);
+    assert_eq!(
+        project.git(&["show", &format!("{base}:F-001.txt")]),
+        "work of F-001\n",
+        "{context}"
+    );
+    let log = project.git(&["log", "--format=%s", "--first-parent", &base]);
+    assert!(log.contains("Merge F-001"), "{log}");
+    assert_eq!(
+        project.git(&["branch", "--list", "harness/*"]).trim(),
+        "",
+        "{context}"
+    );
+    let worktrees = project.git(&["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        worktrees.matches("worktree ").count(),
+        1,
+        "{worktrees}\n{context}"
+    );
+    let left: Vec<_> = std::fs::read_dir(project.state_dir().join("worktrees"))
+        .map(|dir| dir.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}\n{context}");
+    assert_eq!(
+        project
+            .git(&["status", "--porcelain", "--untracked-files=no"])
+            .trim(),
+        "",
+        "{context}"
+    );
+}
+
+fn nothing(_: &Project) {}
+
+/// The admin directory git keeps for the feature's worktree.
+fn admin_dir(project: &Project) -> PathBuf {
+    project.workdir.join(".git/worktrees/F-001")
+}
+
+fn worktree_dir(project: &Project) -> PathBuf {
+    project.state_dir().join("worktrees/F-001")
+}
+
+/// Shell that leaves the worktree's index locked, as git killed while writing it does.
+const LOCK_WORKTREE_INDEX: &str = r#"gd=$(sed -n 's/^gitdir: //p' "$GIT_DIR" 2>/dev/null || true); [ -n "$gd" ] && : > "$gd/index.lock""#;
+
+/// Runs every case of `cases` (a name, the validator on or off, the kill) through
+/// [`killed_then_resumed`] and fails naming every case that failed.
+fn every_case(cases: Vec<(&str, bool, Kill)>) {
+    let mut failures = Vec::new();
+    for (name, validate, kill) in cases {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            killed_then_resumed(validate, kill, nothing)
+        }));
+        if let Err(panic) = result {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            failures.push(format!("== killed {name}:\n{message}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+fn git_kill<'a>(on: &'a str, action: &'a str) -> Kill<'a> {
+    Kill::Git { on, action }
+}
+
+/// Runs the command itself before the kill.
+const RUN_IT: &str = r#""$REAL_GIT" "$@""#;
+
+#[test]
+fn a_kill_at_each_step_of_making_the_worktree_is_repaired() {
+    let checkout_done_index_locked = format!("{RUN_IT}; {LOCK_WORKTREE_INDEX}");
+    every_case(vec![
+        (
+            "before `worktree add`",
+            false,
+            git_kill("worktree add ", ""),
+        ),
+        (
+            "after its branch was made",
+            false,
+            git_kill("branch harness/F-001 ", RUN_IT),
+        ),
+        // The worktree registered and locked `initializing`, its files not there.
+        ("before its checkout", false, git_kill("reset --hard ", "")),
+        (
+            "at the end of its checkout, the index locked",
+            false,
+            git_kill("reset --hard ", &checkout_done_index_locked),
+        ),
+        (
+            "after `worktree add`",
+            false,
+            git_kill("worktree add ", RUN_IT),
+        ),
+    ]);
+}
+
+#[test]
+fn a_kill_at_each_step_of_committing_the_leftover_work_is_repaired() {
+    every_case(vec![
+        ("before `add -A`", true, git_kill("add -A ", "")),
+        ("after `add -A`", true, git_kill("add -A ", RUN_IT)),
+        // The worktree's index is locked while the hook runs.
+        (
+            "inside the commit",
+            true,
+            Kill::Hook {
+                name: "pre-commit",
+                when: "true",
+            },
+        ),
+        ("after the commit", true, git_kill("commit ", RUN_IT)),
+    ]);
+}
+
+#[test]
+fn a_kill_at_each_step_of_the_merge_is_repaired() {
+    every_case(vec![
+        ("before the merge", false, git_kill("merge ", "")),
+        // Merged into the index and the tree, not committed: what `git merge` leaves while its
+        // pre-merge-commit hook runs.
+        (
+            "inside the merge, before its commit",
+            false,
+            Kill::Hook {
+                name: "pre-merge-commit",
+                when: "true",
+            },
+        ),
+        // The merge commit made, the branch not yet moved to it (its ref locked).
+        (
+            "inside the merge, before the branch moved",
+            false,
+            Kill::Hook {
+                name: "reference-transaction",
+                when: r#"[ "$1" = prepared ] && grep -q ' refs/heads/master$\| refs/heads/main$'"#,
+            },
+        ),
+        (
+            "inside the merge, MERGE_HEAD written and the index locked",
+            false,
+            git_kill(
+                "merge ",
+                r#""$REAL_GIT" "$@" --no-commit; : > "$DIR/.git/index.lock""#,
+            ),
+        ),
+        ("after the merge", false, git_kill("merge ", RUN_IT)),
+    ]);
+}
+
+#[test]
+fn a_kill_at_each_step_of_removing_the_worktree_is_repaired() {
+    every_case(vec![
+        (
+            "before `worktree remove`",
+            true,
+            git_kill("worktree remove ", ""),
+        ),
+        // Half removed: the worktree's files and its .git file gone, git's record of it kept.
+        (
+            "inside `worktree remove`",
+            true,
+            git_kill(
+                "worktree remove ",
+                r#"rm -rf "$DIR/.harness/worktrees/F-001/.git" "$DIR/.harness/worktrees/F-001/F-001.txt""#,
+            ),
+        ),
+        (
+            "after `worktree remove`",
+            true,
+            git_kill("worktree remove ", RUN_IT),
+        ),
+        (
+            "before the branch's deletion",
+            true,
+            git_kill("branch -", ""),
+        ),
+        (
+            "after the branch's deletion",
+            true,
+            git_kill("branch -", RUN_IT),
+        ),
+    ]);
+}
+
+#[test]
+fn stale_worktree_registrations_are_repaired_and_uncommitted_work_is_kept() {
+    // The worktree deleted while git still records it: "a missing but already registered
+    // worktree".
+    killed_then_resumed(
+        false,
+        Kill::Git {
+            on: "worktree add ",
+            action: r#""$REAL_GIT" "$@""#,
+        },
+        |project| std::fs::remove_dir_all(worktree_dir(project)).unwrap(),
+    );
+    // Another registration, stale and locked `initializing`, holds the branch: "already used
+    // by worktree".
+    killed_then_resumed(
+        false,
+        Kill::Git {
+            on: "worktree add ",
+            action: r#""$REAL_GIT" "$@""#,
+        },
+        |project| {
+            std::fs::remove_dir_all(worktree_dir(project)).unwrap();
+            let stale = project.workdir.join(".git/worktrees/F-0011");
+            std::fs::create_dir_all(&stale).unwrap();
+            let gone = project.root().join("gone/F-001/.git");
+            std::fs::write(stale.join("gitdir"), format!("{}\n", gone.display())).unwrap();
+            std::fs::write(stale.join("HEAD"), "ref: refs/heads/harness/F-001\n").unwrap();
+            std::fs::write(stale.join("commondir"), "../..\n").unwrap();
+            std::fs::write(stale.join("locked"), "initializing").unwrap();
+        },
+    );
+    // git's record of the worktree gone ("not a git repository") while the agent's work,
+    // uncommitted, is in it: the work is kept, and the next iteration's agent finds it.
+    let project = project(false);
+    arm(&project, &Kill::Agent);
+    let out = run_all(&project, &[]);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(libc::SIGKILL),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(worktree_dir(&project).join("F-001.txt").exists());
+    std::fs::remove_dir_all(admin_dir(&project)).unwrap();
+    let out = run_all(&project, &[]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(project.root().join("found-work")).unwrap_or_default(),
+        "F-001\n",
+        "the next iteration's agent found the work"
+    );
+    let base = base_branch(&project);
+    assert_eq!(
+        project.git(&["show", &format!("{base}:F-001.txt")]),
+        "work of F-001\n"
+    );
+    let state = project.state("F-001");
+    assert_eq!(state["status"], "done", "{state}");
+    assert_eq!(
+        project.git(&["branch", "--list", "harness/*"]).trim(),
+        "",
+        "{state}"
+    );
+}
+
+/// F-001, and F-002 which depends on it, validated, run by [`agent`]; an untracked `F-001.txt`
+/// in the main tree (which F-001's branch adds too) makes git refuse F-001's merge.
+fn refused_merge() -> Project {
+    let project = project(true);
+    project.write_state(
+        "features.yaml",
+        "features:\n  - id: F-001\n    title: one\n  - id: F-002\n    title: two\n    depends_on: [F-001]\n",
+    );
+    std::fs::write(project.workdir.join("F-001.txt"), "in the way\n").unwrap();
+    let out = run_all(&project, &[]);
+    assert_eq!(code(&out), 3, "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("1 accepted but not merged"),
+        "{}",
+        text(&out.stdout)
+    );
+    let state = project.state("F-001");
+    assert_eq!(state["status"], "unmerged", "{state}");
+    let reason = state["reason"].as_str().unwrap();
+    for words in [
+        "F-001.txt",
+        "branch harness/F-001 is kept",
+        "`./run.sh F-001`",
+    ] {
+        assert!(reason.contains(words), "{words}: {reason}");
+    }
+    let dependent = project.state("F-002");
+    assert_eq!(dependent["status"], "blocked", "{dependent}");
+    assert_eq!(dependent["reason"], "dependency F-001 is not merged yet");
+    // The user's file is untouched.
+    assert_eq!(
+        std::fs::read_to_string(project.workdir.join("F-001.txt")).unwrap(),
+        "in the way\n"
+    );
+    project
+}
+
+fn agent_calls(project: &Project) -> String {
+    std::fs::read_to_string(project.root().join("agent-calls")).unwrap_or_default()
+}
+
+#[test]
+fn a_refused_merge_is_shown_unmerged_and_the_next_run_merges_without_an_agent() {
+    let project = refused_merge();
+    // Visible: on the board, in --json and in the report.
+    let board = project.run(&["status"]);
+    let board = text(&board.stdout);
+    assert!(
+        board
+            .lines()
+            .any(|l| l.starts_with("F-001") && l.contains("unmerged")),
+        "{board}"
+    );
+    assert!(board.contains("F-001: unmerged: "), "{board}");
+    let json = project.run(&["status", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["features"][0]["status"], "unmerged", "{json}");
+    assert!(json["features"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("F-001.txt"));
+    assert!(project.read_state("report.html").contains("Not merged"));
+    // A run that finds the cause still there changes nothing and says why again.
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 3, "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("not merged"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    std::fs::remove_file(project.workdir.join("F-001.txt")).unwrap();
+    let out = run_all(&project, &[]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    for feature in ["F-001", "F-002"] {
+        assert_eq!(project.state(feature)["status"], "done", "{feature}");
+    }
+    assert_eq!(
+        agent_calls(&project),
+        "worker F-001\nvalidator F-001\nworker F-002\nvalidator F-002\n",
+        "F-001's agents never ran again"
+    );
+    assert_eq!(project.git(&["branch", "--list", "harness/*"]).trim(), "");
+}
+
+#[test]
+fn a_branch_merged_by_hand_counts_as_merged() {
+    let project = refused_merge();
+    std::fs::remove_file(project.workdir.join("F-001.txt")).unwrap();
+    project.git(&["merge", "-q", "--no-ff", "-m", "by hand", "harness/F-001"]);
+    let worktree = worktree_dir(&project).display().to_string();
+    project.git(&["worktree", "remove", &worktree]);
+    project.git(&["branch", "-d", "harness/F-001"]);
+
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let state = project.state("F-001");
+    assert_eq!(state["status"], "done", "{state}");
+    let out = run_all(&project, &[]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(project.state("F-002")["status"], "done");
+    assert_eq!(
+        agent_calls(&project),
+        "worker F-001\nvalidator F-001\nworker F-002\nvalidator F-002\n"
+    );
+    let log = project.git(&["log", "--format=%s", "--first-parent"]);
+    assert!(
+        log.contains("by hand") && !log.contains("Merge F-001"),
+        "{log}"
+    );
+}
