@@ -64,10 +64,10 @@ Options (before or after the command):
   --version          print the version and the commit it was built from
 
 Exit codes: 0 done (for `all`: every feature done); 1 usage, configuration or input error, or a
-rejected plan; 2 stopped by a guardrail (max_iterations); 3 blocked or failed for good (for `all`:
-some feature is not done); 74 the disk is full (or a file-size limit was reached): nothing was
-half-written, run again once there is room; 75 the feature (or a planner) is already being run;
-130 interrupted.
+rejected plan; 2 stopped by a guardrail (max_iterations); 3 blocked, unmerged (accepted, its merge
+refused by git) or failed for good (for `all`: some feature is not done); 74 the disk is full (or a
+file-size limit was reached): nothing was half-written, run again once there is room; 75 the
+feature (or a planner) is already being run; 130 interrupted.
 
 Environment: HARNESS_HOME (the harness install; default: the directory of this script, symlinks
 followed), HARNESS_BIN_DIR (where the binaries are; default: HARNESS_HOME/target/release or debug

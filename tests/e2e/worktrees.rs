@@ -412,37 +412,35 @@ fn a_kill_at_each_step_of_removing_the_worktree_is_repaired() {
     ]);
 }
 
+/// A killed run's worktree, made and registered, then `between`: the next run completes it.
+fn made_then_broken(between: impl FnOnce(&Project)) {
+    killed_then_resumed(false, git_kill("worktree add ", RUN_IT), between);
+}
+
 #[test]
-fn stale_worktree_registrations_are_repaired_and_uncommitted_work_is_kept() {
-    // The worktree deleted while git still records it: "a missing but already registered
-    // worktree".
-    killed_then_resumed(
-        false,
-        Kill::Git {
-            on: "worktree add ",
-            action: r#""$REAL_GIT" "$@""#,
-        },
-        |project| std::fs::remove_dir_all(worktree_dir(project)).unwrap(),
-    );
-    // Another registration, stale and locked `initializing`, holds the branch: "already used
-    // by worktree".
-    killed_then_resumed(
-        false,
-        Kill::Git {
-            on: "worktree add ",
-            action: r#""$REAL_GIT" "$@""#,
-        },
-        |project| {
-            std::fs::remove_dir_all(worktree_dir(project)).unwrap();
-            let stale = project.workdir.join(".git/worktrees/F-0011");
-            std::fs::create_dir_all(&stale).unwrap();
-            let gone = project.root().join("gone/F-001/.git");
-            std::fs::write(stale.join("gitdir"), format!("{}\n", gone.display())).unwrap();
-            std::fs::write(stale.join("HEAD"), "ref: refs/heads/harness/F-001\n").unwrap();
-            std::fs::write(stale.join("commondir"), "../..\n").unwrap();
-            std::fs::write(stale.join("locked"), "initializing").unwrap();
-        },
-    );
+fn a_registered_worktree_whose_directory_is_gone_is_made_again() {
+    // "a missing but already registered worktree"
+    made_then_broken(|project| std::fs::remove_dir_all(worktree_dir(project)).unwrap());
+}
+
+#[test]
+fn a_stale_registration_holding_the_branch_is_removed() {
+    // "already used by worktree": another registration, of a directory that is gone, locked
+    // `initializing`, holds the branch.
+    made_then_broken(|project| {
+        std::fs::remove_dir_all(worktree_dir(project)).unwrap();
+        let stale = project.workdir.join(".git/worktrees/F-0011");
+        std::fs::create_dir_all(&stale).unwrap();
+        let gone = project.root().join("gone/F-001/.git");
+        std::fs::write(stale.join("gitdir"), format!("{}\n", gone.display())).unwrap();
+        std::fs::write(stale.join("HEAD"), "ref: refs/heads/harness/F-001\n").unwrap();
+        std::fs::write(stale.join("commondir"), "../..\n").unwrap();
+        std::fs::write(stale.join("locked"), "initializing").unwrap();
+    });
+}
+
+#[test]
+fn a_worktree_whose_record_is_gone_is_made_again_with_its_uncommitted_work() {
     // git's record of the worktree gone ("not a git repository") while the agent's work,
     // uncommitted, is in it: the work is kept, and the next iteration's agent finds it.
     let project = project(false);
@@ -586,5 +584,95 @@ fn a_branch_merged_by_hand_counts_as_merged() {
     assert!(
         log.contains("by hand") && !log.contains("Merge F-001"),
         "{log}"
+    );
+}
+
+/// Issue 14, item 4: F-003 fails in its worktree (a committed file and an uncommitted one), is
+/// re-broken into F-003.1 and F-003.2 (which depends on F-003.1), and the pieces carry its work on.
+#[test]
+fn a_replanned_feature_s_pieces_start_from_its_work_and_no_worktree_outlives_the_mission() {
+    let project = Project::new(
+        "features:\n  - id: F-003\n    title: three\n",
+        "steps:\n  - [promise: true]\n",
+    );
+    let found = project.root().join("found");
+    let script = format!(
+        r#"#!/bin/sh
+cat >/dev/null
+case "$HARNESS_ROLE $HARNESS_FEATURE_ID" in
+  planner*)
+    printf '%s\n' '```yaml' 'features:' '  - id: F-003.1' '    title: first piece' '    acceptance: [it works]' \
+      '  - id: F-003.2' '    title: second piece' '    acceptance: [it works]' '    depends_on: [F-003.1]' '```';;
+  "worker F-003")
+    echo committed > F-003-committed.txt
+    git add F-003-committed.txt && git -c user.name=a -c user.email=a@example.invalid commit -qm F-003
+    echo uncommitted > F-003.txt
+    echo 'not yet';;
+  worker*)
+    [ -e F-003.txt ] && [ -e F-003-committed.txt ] && echo "$HARNESS_FEATURE_ID" >> {found:?}
+    echo "$HARNESS_FEATURE_ID" > "$HARNESS_FEATURE_ID.txt"
+    echo '<promise>TASK_COMPLETE</promise>';;
+esac
+"#
+    );
+    let agent = project.root().join("agent.sh");
+    std::fs::write(&agent, script).unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    project.write_state(
+        "config.yaml",
+        &format!(
+            "agent:\n  command: [{:?}]\n  timeout_secs: 60\nvalidate: false\nmax_iterations: 1\n",
+            agent.display().to_string()
+        ),
+    );
+    let out = run_all(&project, &[]);
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    // The failed feature's worktree and branch are kept, and the end of the mission says so.
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("kept: harness/F-003 (")
+            && stdout.contains("F-003 failed and its work stays here"),
+        "{stdout}"
+    );
+
+    let out = project.run(&["replan", "F-003"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let board = text(&project.run(&["status"]).stdout);
+    assert!(
+        board.contains("kept: harness/F-003 (")
+            && board.contains("F-003 was re-broken into F-003.1, F-003.2"),
+        "{board}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&project.run(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(json["kept"][0]["branch"], "harness/F-003", "{json}");
+    assert_eq!(json["kept"][0]["feature"], "F-003", "{json}");
+
+    let out = run_all(&project, &[]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&found).unwrap_or_default(),
+        "F-003.1\nF-003.2\n",
+        "each piece's agent found F-003's work, committed or not"
+    );
+    let base = base_branch(&project);
+    for (file, content) in [
+        ("F-003-committed.txt", "committed\n"),
+        ("F-003.txt", "uncommitted\n"),
+        ("F-003.1.txt", "F-003.1\n"),
+        ("F-003.2.txt", "F-003.2\n"),
+    ] {
+        assert_eq!(project.git(&["show", &format!("{base}:{file}")]), content);
+    }
+    // Nothing outlives the mission: no branch, no worktree, no line about one.
+    assert_eq!(project.git(&["branch", "--list", "harness/*"]).trim(), "");
+    let worktrees = project.git(&["worktree", "list", "--porcelain"]);
+    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
+    let board = text(&project.run(&["status"]).stdout);
+    assert!(!board.contains("kept:"), "{board}");
+    assert!(
+        !text(&out.stdout).contains("kept:"),
+        "{}",
+        text(&out.stdout)
     );
 }

@@ -70,8 +70,10 @@ enum Command {
         #[arg(long, short, value_name = "PATH")]
         output: Option<PathBuf>,
     },
-    /// Print the features ready to run, one a line, in the order of features.yaml. First marks
-    /// blocked every feature whose dependency failed or is blocked.
+    /// Print the features ready to run, one a line, in the order of features.yaml (an unmerged
+    /// one is ready: its run merges it). First marks blocked every feature whose dependency
+    /// failed, is blocked or is not merged, and removes the worktrees of superseded features
+    /// whose pieces are all done.
     Next {
         #[command(flatten)]
         place: Place,
@@ -105,9 +107,10 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
-    /// Print how the mission stands in one line; exit 0 if every feature is done (or superseded
-    /// by done ones), 2 if only features stopped by max_iterations are left, 3 if a feature
-    /// failed otherwise, is blocked or never ran.
+    /// Print how the mission stands in one line, then a line for each git worktree or
+    /// `harness/` branch it leaves (why, and what to do); exit 0 if every feature is done (or
+    /// superseded by done ones), 2 if only features stopped by max_iterations are left, 3 if a
+    /// feature failed otherwise, is unmerged or blocked, or never ran.
     Outcome {
         #[command(flatten)]
         place: Place,
@@ -196,9 +199,9 @@ fn print_report(report: &PlanReport) -> u8 {
 }
 
 fn board(place: Place, install: &Install, json: bool) -> anyhow::Result<u8> {
-    let (_, state) = place.resolve()?;
+    let (workdir, state) = place.resolve()?;
     let home = install.locate()?;
-    let board = status::load(&state, home.identity_location(), time::now())?;
+    let board = status::load(&workdir, &state, home.identity_location(), time::now())?;
     if json {
         let text =
             serde_json::to_string_pretty(&board).context("cannot write the board as JSON")?;
@@ -226,6 +229,9 @@ fn next(place: Place, exclude: &[String], limit: usize) -> anyhow::Result<u8> {
     let next = schedule::next(&state, &exclude, limit, time::now())?;
     for update in &next.updates {
         eprintln!("planner: {update}");
+    }
+    for id in &next.retired {
+        eprintln!("planner: removed the worktree and branch of {id}: its work is merged");
     }
     for id in &next.ready {
         println!("{id}");
@@ -257,8 +263,11 @@ fn mission(
 }
 
 fn outcome(place: Place) -> anyhow::Result<u8> {
-    let (_, state) = place.resolve()?;
-    let outcome = schedule::outcome(&state)?;
+    let (workdir, state) = place.resolve()?;
+    let outcome = schedule::outcome(&workdir, &state)?;
     println!("{}", outcome.line);
+    for kept in &outcome.kept {
+        println!("{}", kept.line());
+    }
     Ok(outcome.exit_code)
 }

@@ -23,8 +23,9 @@ use harness_core::spec::role::Role;
 /// Exit codes: 0 the feature is done; 10 the iteration ended without completion and iterations
 /// remain (run again; never with --loop); 11 the promise was delivered and the validator checks
 /// it next; 1 usage, configuration or input error; 2 max_iterations reached;
-/// 3 the feature is blocked; 74 the disk is full or a file-size limit was reached (the write was
-/// taken back); 75 the feature is being run by another process; 130 interrupted.
+/// 3 the feature is blocked, or accepted but not merged; 74 the disk is full or a file-size limit
+/// was reached (the write was taken back); 75 the feature is being run by another process; 130
+/// interrupted.
 #[derive(Debug, Parser)]
 #[command(name = "worker", version = harness_cli::VERSION, args_conflicts_with_subcommands = true)]
 struct Cli {
@@ -53,8 +54,10 @@ enum Command {
         feature: String,
     },
     /// Give the feature its own git worktree (`.harness/worktrees/<FEATURE>` on branch
-    /// `harness/<FEATURE>`, from HEAD), record it in the run state and print its path. Used by
-    /// `./run.sh all --parallel N`; the feature's branch is merged back when it is accepted.
+    /// `harness/<FEATURE>`, from HEAD, or from the work of the feature it was re-broken from),
+    /// repairing what a kill left of it; record it in the run state and print where its agents
+    /// work (the main directory for a feature done, unmerged or blocked, which runs no agent).
+    /// Used by `./run.sh all --parallel N`; the branch is merged back when the feature is accepted.
     Worktree {
         #[command(flatten)]
         feature: FeatureArgs,

@@ -63,7 +63,12 @@ pub fn run(request: &Request) -> anyhow::Result<u8> {
         max_iterations: request.max_iterations,
     };
     match kind {
-        ExecutorKind::Local => coordinate(&request.state, &mut Local::new(command), parallel),
+        ExecutorKind::Local => coordinate(
+            &request.workdir,
+            &request.state,
+            &mut Local::new(command),
+            parallel,
+        ),
         ExecutorKind::Slurm => {
             let holder = locks::describe_holder(
                 std::process::id(),
@@ -76,7 +81,7 @@ pub fn run(request: &Request) -> anyhow::Result<u8> {
                 &holder,
             )?;
             let mut slurm = Slurm::new(request.state.clone(), command, &config.executor);
-            coordinate(&request.state, &mut slurm, parallel)
+            coordinate(&request.workdir, &request.state, &mut slurm, parallel)
         }
     }
 }
@@ -108,6 +113,7 @@ pub fn room(parallel: usize, in_flight: usize) -> usize {
 
 /// The mission loop over `executor`; see [`run`].
 pub fn coordinate(
+    workdir: &std::path::Path,
     state: &StateDir,
     executor: &mut dyn Executor,
     parallel: usize,
@@ -125,8 +131,11 @@ pub fn coordinate(
         leave(executor, &mut flight);
         return Ok(exit_codes::INTERRUPTED);
     }
-    let outcome = schedule::outcome(state)?;
+    let outcome = schedule::outcome(workdir, state)?;
     println!("{}", outcome.line);
+    for kept in &outcome.kept {
+        println!("{}", kept.line());
+    }
     Ok(outcome.exit_code)
 }
 
@@ -156,6 +165,9 @@ fn drive(
             let next = schedule::next(state, &flight.tried, room, time::now())?;
             for update in &next.updates {
                 eprintln!("planner: {update}");
+            }
+            for id in &next.retired {
+                eprintln!("planner: removed the worktree and branch of {id}: its work is merged");
             }
             for feature in next.ready {
                 eprintln!("\n== {feature}");
@@ -316,23 +328,26 @@ mod tests {
 
     #[test]
     fn every_feature_runs_once_in_dependency_order_within_the_cap() {
-        let (_dir, state) = project(FOUR);
+        let (dir, state) = project(FOUR);
         let mut fake = Fake::new(&state, false);
-        assert_eq!(coordinate(&state, &mut fake, 2).unwrap(), exit_codes::DONE);
+        assert_eq!(
+            coordinate(dir.path(), &state, &mut fake, 2).unwrap(),
+            exit_codes::DONE
+        );
         assert_eq!(fake.submitted, [id("F-1"), id("F-4"), id("F-2"), id("F-3")]);
         assert_eq!(fake.most_in_flight, 2);
     }
 
     #[test]
     fn a_restarted_coordinator_re_attaches_to_queued_jobs_and_never_submits_them_again() {
-        let (_dir, state) = project(FOUR);
+        let (dir, state) = project(FOUR);
         let mut fake = Fake::new(&state, true);
         fake.queued_at_start = vec![Job {
             feature: id("F-1"),
             id: "41".into(),
         }];
         assert_eq!(
-            coordinate(&state, &mut fake, usize::MAX).unwrap(),
+            coordinate(dir.path(), &state, &mut fake, usize::MAX).unwrap(),
             exit_codes::DONE
         );
         // F-1 was found queued: only the others are submitted, F-2 once F-1 has ended.
@@ -341,11 +356,11 @@ mod tests {
 
     #[test]
     fn a_failed_feature_blocks_its_dependents_which_are_never_submitted() {
-        let (_dir, state) = project(FOUR);
+        let (dir, state) = project(FOUR);
         let mut fake = Fake::new(&state, true);
         fake.ends = vec![(id("F-1"), Status::Failed, "exit 3", false)];
         assert_eq!(
-            coordinate(&state, &mut fake, usize::MAX).unwrap(),
+            coordinate(dir.path(), &state, &mut fake, usize::MAX).unwrap(),
             exit_codes::FAILED
         );
         assert_eq!(fake.submitted, [id("F-1"), id("F-4")]);
@@ -357,12 +372,12 @@ mod tests {
 
     #[test]
     fn a_cancelled_cluster_job_leaves_its_feature_unfinished_and_the_mission_goes_on() {
-        let (_dir, state) = project(FOUR);
+        let (dir, state) = project(FOUR);
         let mut fake = Fake::new(&state, true);
         // scancel: the run stopped mid-iteration, its state still says running.
         fake.ends = vec![(id("F-1"), Status::Running, "Slurm job 1 CANCELLED", false)];
         assert_eq!(
-            coordinate(&state, &mut fake, usize::MAX).unwrap(),
+            coordinate(dir.path(), &state, &mut fake, usize::MAX).unwrap(),
             exit_codes::FAILED
         );
         // Not submitted again in the same `all`, its dependents wait, F-4 still ran.
@@ -371,7 +386,7 @@ mod tests {
         // The next `all` resumes it, then its dependents.
         let mut again = Fake::new(&state, true);
         assert_eq!(
-            coordinate(&state, &mut again, usize::MAX).unwrap(),
+            coordinate(dir.path(), &state, &mut again, usize::MAX).unwrap(),
             exit_codes::DONE
         );
         assert_eq!(again.submitted, [id("F-1"), id("F-2"), id("F-3")]);
@@ -379,11 +394,11 @@ mod tests {
 
     #[test]
     fn an_interrupted_local_run_stops_the_mission_and_the_other_runs() {
-        let (_dir, state) = project(FOUR);
+        let (dir, state) = project(FOUR);
         let mut fake = Fake::new(&state, false);
         fake.ends = vec![(id("F-1"), Status::Running, "exit 130", true)];
         assert_eq!(
-            coordinate(&state, &mut fake, 2).unwrap(),
+            coordinate(dir.path(), &state, &mut fake, 2).unwrap(),
             exit_codes::INTERRUPTED
         );
         assert_eq!(fake.submitted, [id("F-1"), id("F-4")]);

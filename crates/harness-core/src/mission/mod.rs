@@ -3,6 +3,7 @@
 
 pub mod coordinator;
 pub mod executor;
+pub mod leftovers;
 pub mod report;
 pub mod schedule;
 pub mod status;

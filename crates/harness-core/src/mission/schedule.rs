@@ -371,6 +371,9 @@ pub fn apply_dependency_updates(
 pub struct Next {
     /// The statuses it changed first (features blocked or unblocked by their dependencies).
     pub updates: Vec<DependencyUpdate>,
+    /// The features whose worktree it removed, their work being merged (see
+    /// [`crate::mission::leftovers::retire`]).
+    pub retired: Vec<FeatureId>,
     /// The features ready to run, in the order of features.yaml.
     pub ready: Vec<FeatureId>,
 }
@@ -389,6 +392,7 @@ pub fn next(
     let updates = apply_dependency_updates(state_dir, &config, &features, now)?;
     let states = load_states(state_dir, &features)?;
     remove_notes_of_done(state_dir, &states)?;
+    let retired = crate::mission::leftovers::retire(state_dir, &features, &states)?;
     let ready = ready(
         &features,
         &states,
@@ -396,7 +400,11 @@ pub fn next(
         |id| is_being_run(state_dir, id),
         limit,
     );
-    Ok(Next { updates, ready })
+    Ok(Next {
+        updates,
+        retired,
+        ready,
+    })
 }
 
 /// Deletes the notes of the done features that have some left: a validator killed between saving
@@ -411,12 +419,32 @@ pub fn remove_notes_of_done(state_dir: &StateDir, states: &States) -> anyhow::Re
     Ok(())
 }
 
-/// `planner outcome`: the mission's outcome from the files as they are.
-pub fn outcome(state_dir: &StateDir) -> Result<MissionOutcome, InputError> {
+/// What `planner outcome` says at the end of `./run.sh all`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The exit code of the mission (see [`MissionOutcome`]).
+    pub exit_code: u8,
+    /// `mission: 5/6 features done, 1 blocked`.
+    pub line: String,
+    /// The worktrees and branches the mission leaves, each with why and what to do.
+    pub kept: Vec<crate::mission::leftovers::Kept>,
+}
+
+/// `planner outcome`: the mission's outcome from the files as they are, and the worktrees and
+/// branches it leaves in the project at `workdir`.
+pub fn outcome(workdir: &std::path::Path, state_dir: &StateDir) -> Result<Outcome, InputError> {
     state_dir.require_initialised()?;
     let features = FeatureList::load(&state_dir.features())?;
     let states = load_states(state_dir, &features)?;
-    Ok(mission_outcome(&features, &states))
+    let MissionOutcome { exit_code, line } = mission_outcome(&features, &states);
+    let kept = crate::mission::leftovers::kept(workdir, state_dir, &features, &states, |id| {
+        is_being_run(state_dir, id)
+    });
+    Ok(Outcome {
+        exit_code,
+        line,
+        kept,
+    })
 }
 
 #[cfg(test)]

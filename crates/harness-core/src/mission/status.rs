@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::base::error::InputError;
 use crate::base::time::Timestamp;
 use crate::mission::executor::{self, JobRecord};
+use crate::mission::leftovers::{self, Kept};
 use crate::mission::schedule::{self, States};
 use crate::spec::config::Config;
 use crate::spec::features::{FeatureId, FeatureList};
@@ -146,6 +147,8 @@ pub struct Board {
     /// The identity directory the roles use (`status` shows it; the report does not).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identity: Option<IdentityDir>,
+    /// The git worktrees and `harness/` branches kept, each with why and what to do.
+    pub kept: Vec<Kept>,
 }
 
 /// The board of `features`: `states` as loaded, `is_running` whether a process holds the
@@ -212,12 +215,15 @@ pub fn board(
         features: rows,
         totals,
         identity: None,
+        kept: Vec::new(),
     }
 }
 
-/// The board of the project at `state_dir`, now, with the identity directory in use and the
-/// cluster jobs of its features as the cluster sees them now.
+/// The board of the project at `workdir` (state in `state_dir`), now, with the identity
+/// directory in use, the cluster jobs of its features as the cluster sees them now, and the
+/// worktrees and branches kept.
 pub fn load(
+    workdir: &std::path::Path,
     state_dir: &StateDir,
     identity: &IdentityDir,
     now: Timestamp,
@@ -235,8 +241,12 @@ pub fn load(
         now,
     )
     .with_jobs(&jobs);
+    let kept = leftovers::kept(workdir, state_dir, &features, &states, |id| {
+        schedule::is_being_run(state_dir, id)
+    });
     Ok(Board {
         identity: Some(identity.clone()),
+        kept,
         ..board
     })
 }
@@ -354,6 +364,10 @@ impl Board {
                 (None, true) => None,
             })
             .collect();
+        let notes = notes
+            .into_iter()
+            .chain(self.kept.iter().map(Kept::line))
+            .collect::<Vec<_>>();
         if !notes.is_empty() {
             text.push('\n');
             for note in notes {

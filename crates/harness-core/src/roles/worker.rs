@@ -28,9 +28,9 @@ use crate::spec::role::Role;
 use crate::state::budget;
 use crate::state::memory::{self, Tag};
 use crate::state::notes::{self, AttemptNote};
+use crate::state::run_state::Worktree;
 use crate::state::run_state::{Outcome, RunState, Status};
 use crate::state::usage::UsageRecord;
-use crate::state::run_state::Worktree;
 use crate::state::worktree;
 
 /// What happens after an agent stopped.
@@ -453,6 +453,11 @@ pub fn assign_worktree(memo: &mut InputMemo, request: &FeatureRequest) -> anyhow
         "HEAD",
         recorded.as_ref().map(|w| w.base_branch.clone()),
     )?;
+    let id = &session.state.feature_id;
+    if let Some((from, carried)) = worktree::carried_from(&request.place.state, id)? {
+        // A piece of a replanned feature builds on the work of the feature it replaces.
+        worktree::carry_over(&worktree, id, &from, &carried, &request.place.state)?;
+    }
     let path = worktree.path.clone();
     session.state.worktree = Some(Worktree {
         tip: recorded.and_then(|w| w.tip),

@@ -8,7 +8,6 @@
 
 use std::path::Path;
 
-use anyhow::Context;
 use crate::base::fs;
 use crate::base::git::{self, merge::Merge, worktrees};
 use crate::base::locks::Lock;
@@ -16,6 +15,7 @@ use crate::base::time::Timestamp;
 use crate::spec::features::FeatureId;
 use crate::spec::layout::StateDir;
 use crate::state::run_state::{RunState, Status};
+use anyhow::Context;
 
 pub use crate::state::run_state::Worktree;
 
@@ -173,7 +173,7 @@ fn gather_work(
             let _lock = Lock::acquire(&state.git_lock())?;
             worktrees::ensure(&main, &worktree.path, &worktree.branch, "HEAD")?;
         }
-        if let Err(why) = commit_leftovers(&worktree.path, feature) {
+        if let Err(why) = commit_leftovers(&worktree.path, feature, "accepted") {
             return Ok(Err(why));
         }
         worktree.tip = git::commit_of(&main, &branch_ref);
@@ -216,7 +216,7 @@ fn merge(
 
 /// Removes the worktree of a feature whose work is merged, and its branch unless something was
 /// added to it since.
-fn remove(worktree: &Worktree, state: &StateDir) -> anyhow::Result<()> {
+pub fn remove(worktree: &Worktree, state: &StateDir) -> anyhow::Result<()> {
     let main = &worktree.main;
     let _lock = Lock::acquire(&state.git_lock())?;
     worktrees::remove(main, &worktree.path)?;
@@ -228,9 +228,9 @@ fn remove(worktree: &Worktree, state: &StateDir) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Commits what is left uncommitted in the worktree at `path`, if anything; `Err` holds why git
-/// refused (a pre-commit hook, say).
-fn commit_leftovers(path: &Path, feature: &FeatureId) -> Result<(), String> {
+/// Commits what is left uncommitted in the worktree at `path`, if anything, saying it was left
+/// `when`; `Err` holds why git refused (a pre-commit hook, say).
+fn commit_leftovers(path: &Path, feature: &FeatureId, when: &str) -> Result<(), String> {
     let refused = |error: anyhow::Error| {
         format!(
             "committing the work left uncommitted in {} failed: {}",
@@ -262,9 +262,86 @@ fn commit_leftovers(path: &Path, feature: &FeatureId) -> Result<(), String> {
             "commit",
             "-q",
             "-m",
-            &format!("{feature}: work left uncommitted when it was accepted"),
+            &format!("{feature}: work left uncommitted when it was {when}"),
         ],
     )
     .map_err(refused)?;
+    Ok(())
+}
+
+/// The feature whose work `feature` carries on: the nearest feature it was re-broken from
+/// (`replan`, through `superseded_by`, up as many levels as it takes) that worked in a worktree
+/// whose branch is still there, with that worktree.
+pub fn carried_from(
+    state: &StateDir,
+    feature: &FeatureId,
+) -> anyhow::Result<Option<(FeatureId, Worktree)>> {
+    let features = crate::spec::features::FeatureList::load(&state.features())?;
+    let states = crate::state::run_state::load_states(state, &features)?;
+    let mut current = feature.clone();
+    // Each step goes up one level; a hand-made loop of `superseded_by` ends when it comes round.
+    for _ in 0..states.len() {
+        let Some((parent, parent_state)) = states
+            .iter()
+            .find(|(_, s)| s.superseded_by.contains(&current))
+        else {
+            return Ok(None);
+        };
+        if let Some(worktree) = &parent_state.worktree {
+            if git::branch_exists(&worktree.main, &worktree.branch) {
+                return Ok(Some((parent.clone(), worktree.clone())));
+            }
+        }
+        current = parent.clone();
+    }
+    Ok(None)
+}
+
+/// Starts the (new) worktree of `feature` from the work of the feature `from` it was re-broken
+/// from: that feature's branch (its uncommitted work committed first) merged into the worktree,
+/// or — when it does not merge cleanly with the mission's HEAD — the worktree reset to that
+/// branch. Done once: when the branch is in the worktree's history already, nothing happens.
+pub fn carry_over(
+    worktree: &Worktree,
+    feature: &FeatureId,
+    from: &FeatureId,
+    carried: &Worktree,
+    state: &StateDir,
+) -> anyhow::Result<()> {
+    if carried.path.join(".git").exists() {
+        if let Err(why) = commit_leftovers(&carried.path, from, "re-broken") {
+            eprintln!("worker: warning: {why}");
+        }
+    }
+    let Some(tip) = git::commit_of(&carried.main, &format!("refs/heads/{}", carried.branch)) else {
+        return Ok(());
+    };
+    if git::is_ancestor(&worktree.path, &tip, "HEAD") {
+        return Ok(());
+    }
+    let _lock = Lock::acquire(&state.git_lock())?;
+    let message = format!(
+        "{feature}: starts from the work of {from} ({})",
+        carried.branch
+    );
+    match git::merge::merge_no_ff(
+        &worktree.path,
+        &worktree.branch,
+        &carried.branch,
+        &tip,
+        &message,
+    )? {
+        Merge::Merged => eprintln!(
+            "worker: {feature} starts from the work of {from}: {} merged into its worktree",
+            carried.branch
+        ),
+        Merge::Refused(why) => {
+            git::run(&worktree.path, &["reset", "-q", "--hard", &tip])?;
+            eprintln!(
+                "worker: {feature} starts from {} itself (the work of {from}): it does not merge cleanly with {}: {why}",
+                carried.branch, worktree.base_branch
+            );
+        }
+    }
     Ok(())
 }

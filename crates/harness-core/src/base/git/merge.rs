@@ -1,5 +1,6 @@
-//! Merging a branch into the main working tree's branch (`--no-ff`): all of it or nothing, and
-//! sound after a kill at any moment of an earlier try. A kill can leave lock files (removed when
+//! Merging a branch into the branch checked out in a working tree (the main one, or a linked
+//! worktree) with `--no-ff`: all of it or nothing, and sound after a kill at any moment of an
+//! earlier try. A kill can leave lock files (removed when
 //! no live git holds them), a merge stopped with MERGE_HEAD (aborted when it is this branch's),
 //! or — killed after git updated the index and files but before it moved the branch — the merge's
 //! result in the index and the tree with nothing saying so; that one is recognised (every change
@@ -10,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::worktrees::{checkouts, ref_lock, registrations};
-use super::{common_dir, git, is_ancestor, run, run_untrimmed, stale};
+use super::{common_dir, git, git_dir, is_ancestor, run, run_untrimmed, stale};
 
 /// How a merge went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,8 +22,8 @@ pub enum Merge {
     Refused(String),
 }
 
-/// Merges `branch` (at `tip`) into `base`, which must be checked out in the main working tree
-/// `main`, with a merge commit of `message`. The caller serialises git operations on `main`.
+/// Merges `branch` (at `tip`) into `base`, which must be checked out in the working tree `main`,
+/// with a merge commit of `message`. The caller serialises git operations on that tree.
 pub fn merge_no_ff(
     main: &Path,
     base: &str,
@@ -50,14 +51,20 @@ pub fn merge_no_ff(
     try_merge(main, branch, message)
 }
 
-/// Removes the lock files a killed git left in the main repository: those of the common
-/// directory (its index, HEAD, packed-refs…) and of the refs of `branches`.
+/// Removes the lock files a killed git left for the working tree `main`: those of its git
+/// directory (its index, HEAD…; for the main tree also packed-refs…) and of the refs of
+/// `branches`.
 fn clear_stale_locks(main: &Path, branches: &[&str]) -> anyhow::Result<()> {
     let common = common_dir(main)?;
-    let mut locks = stale::locks_in(&common);
+    let mut locks = stale::locks_in(&git_dir(main)?);
     locks.extend(branches.iter().map(|branch| ref_lock(&common, branch)));
-    // Git processes working in the linked worktrees (agents) work in other trees.
-    let others = checkouts(&registrations(&common));
+    // Git processes working in the linked worktrees nested in the main tree (agents) work in
+    // other trees.
+    let tree = stale::canonical(main);
+    let others: Vec<_> = checkouts(&registrations(&common))
+        .into_iter()
+        .filter(|other| *other != tree)
+        .collect();
     stale::remove_stale(&locks, main, &others);
     Ok(())
 }
@@ -65,14 +72,15 @@ fn clear_stale_locks(main: &Path, branches: &[&str]) -> anyhow::Result<()> {
 /// A merge stopped half-way in the main tree (MERGE_HEAD there): aborted if it is the merge of
 /// `tip` (an earlier try killed), else the reason to refuse (someone else's merge).
 fn settle_merge_in_progress(main: &Path, tip: &str) -> anyhow::Result<Option<Merge>> {
-    let merge_head = common_dir(main)?.join("MERGE_HEAD");
+    let merge_head = git_dir(main)?.join("MERGE_HEAD");
     let Ok(text) = std::fs::read_to_string(&merge_head) else {
         return Ok(None);
     };
     if text.trim() != tip {
-        return Ok(Some(Merge::Refused(
-            "another merge is in progress in the main working tree (MERGE_HEAD): finish it or `git merge --abort` it".into(),
-        )));
+        return Ok(Some(Merge::Refused(format!(
+            "another merge is in progress in {} (MERGE_HEAD): finish it or `git merge --abort` it",
+            main.display()
+        ))));
     }
     if let Err(error) = run(main, &["merge", "--abort"]) {
         return Ok(Some(Merge::Refused(format!(
@@ -100,7 +108,7 @@ fn try_merge(main: &Path, branch: &str, message: &str) -> anyhow::Result<Merge> 
         return Ok(Merge::Merged);
     };
     let conflicted = run(main, &["diff", "--name-only", "--diff-filter=U"]).unwrap_or_default();
-    if common_dir(main)?.join("MERGE_HEAD").exists() {
+    if git_dir(main)?.join("MERGE_HEAD").exists() {
         // Never leave a half-merged tree: back to exactly what it was.
         let _ = run(main, &["merge", "--abort"]);
     }
