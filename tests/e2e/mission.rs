@@ -186,10 +186,11 @@ fn six_features_with_dependencies_run_three_at_a_time_in_worktrees() {
         !branches(&project.workdir).contains("harness/"),
         "merged branches are deleted"
     );
-    let left: Vec<_> = std::fs::read_dir(project.state_dir().join("worktrees"))
-        .unwrap()
-        .collect();
-    assert!(left.is_empty(), "worktrees of done features are removed");
+    let left = project.worktree_dirs();
+    assert!(
+        left.is_empty(),
+        "worktrees of done features are removed: {left:?}"
+    );
     assert_eq!(
         project
             .git(&["status", "--porcelain", "--untracked-files=no"])

@@ -13,17 +13,7 @@ fn project(scenario: &str) -> Project {
 }
 
 fn roles(project: &Project) -> Vec<(String, String)> {
-    project.state("F-001")["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| {
-            (
-                a["role"].as_str().unwrap().to_string(),
-                a["outcome"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
+    project.attempts("F-001")
 }
 
 fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {

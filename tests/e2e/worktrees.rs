@@ -198,17 +198,7 @@ fn check_landed(project: &Project, validate: bool, context: &str) {
         state["iteration_count"], 1,
         "an iteration was burnt: {state}"
     );
-    let attempts: Vec<(String, String)> = state["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| {
-            (
-                a["role"].as_str().unwrap().to_string(),
-                a["outcome"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let attempts = project.attempts("F-001");
     let mut expected = vec![("worker".to_string(), "completed".to_string())];
     if validate {
         expected.push(("validator".into(), "verified".into()));
@@ -241,9 +231,7 @@ fn check_landed(project: &Project, validate: bool, context: &str) {
         1,
         "{worktrees}\n{context}"
     );
-    let left: Vec<_> = std::fs::read_dir(project.state_dir().join("worktrees"))
-        .map(|dir| dir.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
+    let left = project.worktree_dirs();
     assert!(left.is_empty(), "{left:?}\n{context}");
     assert_eq!(
         project

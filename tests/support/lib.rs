@@ -264,6 +264,29 @@ impl Project {
             .unwrap_or_else(|e| panic!("state.json of {feature}: {e}\n{text}"))
     }
 
+    /// The role and outcome of each of the feature's attempts, oldest first.
+    pub fn attempts(&self, feature: &str) -> Vec<(String, String)> {
+        self.state(feature)["attempts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                (
+                    a["role"].as_str().unwrap().to_string(),
+                    a["outcome"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// What is left in `.harness/worktrees/` (nothing, once every feature run in a worktree is
+    /// merged).
+    pub fn worktree_dirs(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(self.state_dir().join("worktrees"))
+            .map(|dir| dir.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    }
+
     /// The feature's run directories, oldest first.
     pub fn run_dirs(&self, feature: &str) -> Vec<PathBuf> {
         let state = self.state(feature);

@@ -189,7 +189,9 @@ pub fn why_kept(
         Status::Pending | Status::Running | Status::Provisional => format!(
             "{name} is unfinished: `./run.sh all --parallel N` (or `./run.sh {name} --worktree`) goes on with it here"
         ),
-        Status::Done => format!("{name} is done and its work merged; nothing needs this any more: {drop}"),
+        Status::Done => format!(
+            "{name} is done: the harness needs this no more; if its work is merged or unwanted, {drop}"
+        ),
     }
 }
 
