@@ -227,12 +227,7 @@ fn next(place: Place, exclude: &[String], limit: usize) -> anyhow::Result<u8> {
         .collect::<Result<Vec<_>, _>>()?;
     let (_, state) = place.resolve()?;
     let next = schedule::next(&state, &exclude, limit, time::now())?;
-    for update in &next.updates {
-        eprintln!("planner: {update}");
-    }
-    for id in &next.retired {
-        eprintln!("planner: removed the worktree and branch of {id}: its work is merged");
-    }
+    next.tell_changes();
     for id in &next.ready {
         println!("{id}");
     }

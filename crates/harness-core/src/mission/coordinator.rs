@@ -163,12 +163,7 @@ fn drive(
         let room = room(parallel, flight.jobs.len());
         if room > 0 {
             let next = schedule::next(state, &flight.tried, room, time::now())?;
-            for update in &next.updates {
-                eprintln!("planner: {update}");
-            }
-            for id in &next.retired {
-                eprintln!("planner: removed the worktree and branch of {id}: its work is merged");
-            }
+            next.tell_changes();
             for feature in next.ready {
                 eprintln!("\n== {feature}");
                 flight.tried.push(feature.clone());

@@ -10,27 +10,23 @@ use serde::Serialize;
 use crate::base::fs;
 use crate::base::git;
 use crate::base::locks::Lock;
-use crate::mission::schedule::{self, States};
 use crate::spec::features::FeatureId;
 use crate::spec::layout::StateDir;
-use crate::state::run_state::{RunState, Status};
+use crate::state::run_state::{RunState, States, Status};
 use crate::state::worktree::remove;
 
-/// Removes the worktrees and branches of superseded features whose pieces are all done (the
-/// pieces carried their work into the mission's branch), and of done features a killed run left
-/// one to — each only when its work is in the mission's branch, under the feature's lock (one
-/// being run is skipped). Returns the features whose worktree went.
+/// Removes the worktrees and branches of the features that are `finished` with them (done ones
+/// a killed run left one to, superseded ones whose pieces are all done: the pieces carried their
+/// work into the mission's branch) — each only when its work is in the mission's branch, under
+/// the feature's lock (one being run is skipped). Returns the features whose worktree went.
 pub fn retire(
     state: &StateDir,
-    features: &crate::spec::features::FeatureList,
     states: &States,
+    finished: impl Fn(&FeatureId, &RunState) -> bool,
 ) -> anyhow::Result<Vec<FeatureId>> {
     let mut retired = Vec::new();
     for (id, run_state) in states {
-        let finished = run_state.status == Status::Done
-            || (schedule::is_superseded(Some(run_state))
-                && schedule::satisfied(id, features, states));
-        if run_state.worktree.is_none() || !finished {
+        if run_state.worktree.is_none() || !finished(id, run_state) {
             continue;
         }
         let holder = crate::base::locks::describe_holder(

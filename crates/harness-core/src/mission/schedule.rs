@@ -12,6 +12,7 @@ use crate::base::error::{InputError, LockHeld};
 use crate::base::exit_codes;
 use crate::base::locks::{self, Lock};
 use crate::base::time::{self, Timestamp};
+use crate::mission::leftovers;
 use crate::spec::config::Config;
 use crate::spec::features::{Feature, FeatureId, FeatureList};
 use crate::spec::layout::StateDir;
@@ -378,6 +379,18 @@ pub struct Next {
     pub ready: Vec<FeatureId>,
 }
 
+impl Next {
+    /// Tells the user, on stderr, what was changed before the features were picked.
+    pub fn tell_changes(&self) {
+        for update in &self.updates {
+            eprintln!("planner: {update}");
+        }
+        for id in &self.retired {
+            eprintln!("planner: removed the worktree and branch of {id}: its work is merged");
+        }
+    }
+}
+
 /// `planner next`: brings the dependency blocks up to date, then picks up to `limit` features
 /// ready to run (see [`ready`]), leaving out `exclude` and features being run.
 pub fn next(
@@ -392,7 +405,10 @@ pub fn next(
     let updates = apply_dependency_updates(state_dir, &config, &features, now)?;
     let states = load_states(state_dir, &features)?;
     remove_notes_of_done(state_dir, &states)?;
-    let retired = crate::mission::leftovers::retire(state_dir, &features, &states)?;
+    let retired = leftovers::retire(state_dir, &states, |id, run_state| {
+        run_state.status == Status::Done
+            || (is_superseded(Some(run_state)) && satisfied(id, &features, &states))
+    })?;
     let ready = ready(
         &features,
         &states,
@@ -427,7 +443,7 @@ pub struct Outcome {
     /// `mission: 5/6 features done, 1 blocked`.
     pub line: String,
     /// The worktrees and branches the mission leaves, each with why and what to do.
-    pub kept: Vec<crate::mission::leftovers::Kept>,
+    pub kept: Vec<leftovers::Kept>,
 }
 
 /// `planner outcome`: the mission's outcome from the files as they are, and the worktrees and
@@ -437,7 +453,7 @@ pub fn outcome(workdir: &std::path::Path, state_dir: &StateDir) -> Result<Outcom
     let features = FeatureList::load(&state_dir.features())?;
     let states = load_states(state_dir, &features)?;
     let MissionOutcome { exit_code, line } = mission_outcome(&features, &states);
-    let kept = crate::mission::leftovers::kept(workdir, state_dir, &features, &states, |id| {
+    let kept = leftovers::kept(workdir, state_dir, &features, &states, |id| {
         is_being_run(state_dir, id)
     });
     Ok(Outcome {
