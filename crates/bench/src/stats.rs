@@ -100,15 +100,7 @@ pub fn bytes(count: u64) -> String {
 
 /// A count with thousands separators: `100,000`.
 pub fn count(value: usize) -> String {
-    let digits = value.to_string();
-    let mut out = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
+    harness_core::base::text::thousands(value as u64)
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Cutting text to a size, on character boundaries: the head with a `…` where something was cut
 //! (raw.md entries, the curator's bullets, the status board), or the tail (the notes, an agent's
-//! answer, a validator's reasons).
+//! answer, a validator's reasons); and numbers with thousands separators.
 
 /// `text` cut to `most` characters, with `…` when cut.
 pub fn cut(text: &str, most: usize) -> String {
@@ -23,9 +23,29 @@ pub fn tail_chars(text: &str, count: usize) -> &str {
     }
 }
 
+/// `1,234,567`: a count as people read it (the report, the benchmarks).
+pub fn thousands(number: u64) -> String {
+    let digits = number.to_string();
+    let mut grouped = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    grouped
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thousands_are_separated() {
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(1_000), "1,000");
+        assert_eq!(thousands(999), "999");
+    }
 
     #[test]
     fn the_head_is_marked_where_it_was_cut() {

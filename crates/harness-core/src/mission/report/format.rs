@@ -61,23 +61,12 @@ pub(super) fn duration(
     Some(u64::try_from((end - start).num_seconds()).unwrap_or(0))
 }
 
-/// `1,234,567`.
-pub(super) fn group(number: u64) -> String {
-    let digits = number.to_string();
-    let mut grouped = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            grouped.push(',');
-        }
-        grouped.push(digit);
-    }
-    grouped
-}
+pub(super) use crate::base::text::thousands;
 
 /// `9,876`, `392.4k`, `1.74M`: short enough for a card; the exact number goes in a tooltip.
 pub(super) fn compact(number: u64) -> String {
     match number {
-        n if n < 10_000 => group(n),
+        n if n < 10_000 => thousands(n),
         n if n < 1_000_000 => format!("{:.1}k", n as f64 / 1e3).replace(".0k", "k"),
         n => format!("{:.2}M", n as f64 / 1e6),
     }
@@ -157,8 +146,6 @@ mod tests {
 
     #[test]
     fn numbers_read_at_a_glance() {
-        assert_eq!(group(1_234_567), "1,234,567");
-        assert_eq!(group(999), "999");
         assert_eq!(compact(9_999), "9,999");
         assert_eq!(compact(633_000), "633k");
         assert_eq!(compact(392_400), "392.4k");

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::format::{
-    clock, compact, escape, group, known_of, money, percent, seconds_text, short_clock,
+    clock, compact, escape, known_of, money, percent, seconds_text, short_clock, thousands,
 };
 use super::markdown::{markdown, without_title};
 use super::timeline::render_features;
@@ -142,7 +142,7 @@ fn render_mission(html: &mut String, inputs: &Inputs, board: &status::Board) {
         "<div class=\"card\"><div class=\"k\">Tokens</div><div class=\"v\"{}>{}</div><div class=\"n\">{}</div></div>",
         totals
             .tokens
-            .map_or(String::new(), |tokens| format!(" title=\"{}\"", group(tokens))),
+            .map_or(String::new(), |tokens| format!(" title=\"{}\"", thousands(tokens))),
         totals.tokens.map_or("unknown".to_string(), compact),
         known_of(counted_tokens, attempts.len(), "reported their tokens")
     );

@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use super::format::{
-    attribute, clock, compact, cost_text, duration, escape, group, money, percent, percent_encode,
-    seconds_text, short_clock,
+    attribute, clock, compact, cost_text, duration, escape, money, percent, percent_encode,
+    seconds_text, short_clock, thousands,
 };
 use super::page::status_glyph;
 use super::{Inputs, PlanRun};
@@ -154,7 +154,7 @@ impl<'a> Mark<'a> {
             ),
             format!(
                 "tokens {} · cost {}",
-                self.tokens.map_or("unknown".to_string(), group),
+                self.tokens.map_or("unknown".to_string(), thousands),
                 cost_text(self.cost_usd, self.cost_source)
             ),
         ];
@@ -382,7 +382,7 @@ fn render_meta(
             seconds_text(Some(seconds)).replace("under 1s", "0s"),
             tokens.map_or(String::new(), |tokens| format!(
                 " title=\"{}\"",
-                group(tokens)
+                thousands(tokens)
             )),
             tokens.map_or("unknown".to_string(), compact),
             money(cost)
@@ -434,7 +434,7 @@ fn render_attempt_list(html: &mut String, marks: &[Mark]) {
             escape(&mark.label()),
             escape(&clock(mark.started_at)),
             escape(&seconds_text(mark.seconds)),
-            mark.tokens.map_or("unknown".to_string(), group),
+            mark.tokens.map_or("unknown".to_string(), thousands),
             escape(&cost_text(mark.cost_usd, mark.cost_source).replace("unknown", "cost unknown")),
             attribute(&mark.dir),
             escape(mark.run_id),
