@@ -27,6 +27,7 @@ pub mod report;
 pub mod rewrite;
 pub mod run;
 pub mod similarity;
+pub mod supersede;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -39,6 +40,7 @@ use document::{bullet_line, marker_ids, size, Document, Layer};
 use graduation::{Graduation, Identities, Ledger, Recurrence};
 use items::{Item, Kind};
 use record::{Record, Wording};
+use similarity::Context;
 
 pub use report::{AgentVerdict, Change, ItemReport, Malformed, Report};
 pub use run::{read_text, run, Interrupted, Outcome, Request};
@@ -302,10 +304,12 @@ pub fn curate(
     let check = || if cancel() { Err(Cancelled) } else { Ok(()) };
     let log = Background::new(log::read_unless(&snapshot.raw, &snapshot.chunks, cancel)?);
     let lines: Vec<&log::Line> = log.lines().collect();
+    let context = log_context(&snapshot.project, &lines);
     let items = Background::new(items::group(
         &lines,
         params.similarity,
         params.supersede_similarity,
+        &context,
         cancel,
     )?);
     let summary_doc = Document::parse(Layer::Summary, snapshot.summary.as_deref());
@@ -461,6 +465,17 @@ fn new_files(
     files
 }
 
+/// The context in which a mission's entries are read: its project's name and the feature ids
+/// of its entries.
+fn log_context(project: &str, lines: &[&log::Line]) -> Context {
+    let features: BTreeSet<&str> = lines
+        .iter()
+        .filter_map(|line| line.entry.as_ref().ok())
+        .filter_map(|entry| entry.feature.as_ref().map(|f| f.as_str()))
+        .collect();
+    Context::new(project, features)
+}
+
 /// What the user did by hand since the last pass, as the files and the record tell.
 struct HandEdits<'a> {
     /// Item ids named in the user's lines of summary.md: edited curator bullets.
@@ -549,8 +564,11 @@ fn place_items<'a>(
         }
     }
 
-    // summary.md: the best supported first, while the file stays within its bounds.
-    summary_candidates.sort_by(|a, b| rank(a).cmp(&rank(b)));
+    // summary.md: the current decisions first (what every role must follow), then the best
+    // supported, while the file stays within its bounds.
+    summary_candidates.sort_by(|a, b| {
+        (a.kind != Kind::Decision, rank(a)).cmp(&(b.kind != Kind::Decision, rank(b)))
+    });
     let mut plan = SummaryPlan {
         bullets: vec![Vec::new(); Layer::Summary.sections().len()],
         doc: summary_doc.clone(),

@@ -390,7 +390,14 @@ mod tests {
 
     fn items_of(text: &str) -> Vec<Item> {
         let lines = log::read(text.as_bytes(), &[]).raw;
-        items::group(&lines.iter().collect::<Vec<_>>(), 0.6, 0.4, &|| false).unwrap()
+        items::group(
+            &lines.iter().collect::<Vec<_>>(),
+            0.6,
+            0.4,
+            &Default::default(),
+            &|| false,
+        )
+        .unwrap()
     }
 
     #[test]

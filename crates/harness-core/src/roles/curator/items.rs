@@ -1,11 +1,19 @@
 //! Items: the entries of the log that say the same thing, grouped. An item has a stable id (that
 //! of its earliest entry), counters, and its evidence (every entry it stands for).
 //!
-//! Entries of one kind (lessons: TRICK and LESSON; decisions; things to avoid: AVOID and FAIL)
-//! are grouped when the [similarity](super::similarity) of their words reaches the threshold,
-//! transitively (two entries each like a third are one item), so the grouping does not depend on
-//! the order of the entries. Decisions are grouped only when their words are the same: a decision
-//! worded differently on the same subject is a newer decision, which supersedes the older one.
+//! Lessons and things to avoid (TRICK, LESSON, AVOID, FAIL) are grouped together, whatever their
+//! tag: "use `vitest run`" and "plain `vitest` never exits" are one piece of knowledge. Two
+//! entries are alike when the [weighted similarity](super::similarity) of their words reaches
+//! the threshold, each word weighing by how rare it is among the entries (a tool, a flag, an
+//! error text weigh more than `test` or `fix`); the grouping is transitive (two entries each like
+//! a third are one item), so it does not depend on the order of the entries. An item's section
+//! is that of its most frequent tag. Decisions are grouped only when their words are the same:
+//! a decision worded differently on the same subject is a newer decision, which
+//! [supersedes](super::supersede) the older one.
+//!
+//! An item's text is its most frequent wording; a feature id, a path, a number… in it that its
+//! entries do not all share is replaced by a placeholder (`<feature>`, `<path>`, `<n>`): entries
+//! that differ only in such tokens are one item, but not in one of their wordings.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -16,7 +24,8 @@ use crate::state::memory::Tag;
 
 use super::join::{self, Vocabulary};
 use super::log::Line;
-use super::similarity::{similarity, words};
+use super::similarity::{analyse, generalise, Context};
+use super::supersede;
 use super::{Background, Cancelled};
 
 /// The section an item belongs to.
@@ -86,9 +95,10 @@ pub struct Item {
     pub kind: Kind,
     /// The most frequent tag of its entries.
     pub tag: Tag,
-    /// What it says: the most frequent wording (for a decision, the latest).
+    /// What it says: the most frequent wording (for a decision, the latest), with what of one
+    /// feature or run its entries do not all share in placeholders.
     pub text: String,
-    /// The normalised words of `text`.
+    /// The normalised words of that wording.
     pub words: Vec<String>,
     /// Every entry it stands for, oldest first.
     pub evidence: Vec<Evidence>,
@@ -126,57 +136,55 @@ type NodeKey = (Kind, Vec<String>);
 /// A node and its entries.
 type Node = (NodeKey, Vec<Evidence>);
 
-/// Groups the entries of `lines` into items, sorted by id. `threshold`: the similarity at which
-/// two entries say the same thing; `supersede`: the similarity at which a newer decision is on
-/// the same subject as an older one. `cancel` is asked all along; when it says so, the grouping
-/// stops with [`Cancelled`].
+/// Groups the entries of `lines` (read in `context`) into items, sorted by id. `threshold`: the
+/// weighted similarity at which two entries say the same thing; `supersede`: the similarity at
+/// which a newer decision is on the same subject as an older one (see [`supersede`]). `cancel`
+/// is asked all along; when it says so, the grouping stops with [`Cancelled`].
 pub fn group(
     lines: &[&Line],
     threshold: f64,
     supersede: f64,
+    context: &Context,
     cancel: &dyn Fn() -> bool,
 ) -> Result<Vec<Item>, Cancelled> {
-    let mut nodes = Background::new(nodes(lines, cancel)?);
-    // Each node's group, by one node of it. Entries of two kinds are never alike, and
-    // decisions only when their words are the same (one node already): a join for each other
-    // kind.
+    let mut nodes = Background::new(nodes(lines, context, cancel)?);
+    // Each node's group, by one node of it. Decisions are alike only when their words are the
+    // same (one node already); every other kind is one join, whatever the tag.
     let mut group_of: Vec<usize> = (0..nodes.len()).collect();
-    for kind in [Kind::Lesson, Kind::Avoid] {
-        let members: Vec<usize> = (0..nodes.len())
-            .filter(|&node| nodes[node].0 .0 == kind)
-            .collect();
-        let ids = numbered(members.iter().map(|&node| &nodes[node].0 .1), cancel)?;
-        for (member, representative) in join::groups(&ids, threshold, cancel)?
-            .into_iter()
-            .enumerate()
-        {
-            group_of[members[member]] = members[representative];
-        }
+    let members: Vec<usize> = (0..nodes.len())
+        .filter(|&node| nodes[node].0 .0 != Kind::Decision)
+        .collect();
+    let ids = weighted(members.iter().map(|&node| &nodes[node].0 .1), cancel)?;
+    for (member, representative) in join::groups(&ids, threshold, cancel)?
+        .into_iter()
+        .enumerate()
+    {
+        group_of[members[member]] = members[representative];
     }
-    let mut groups: BTreeMap<usize, (Kind, Vec<Evidence>)> = BTreeMap::new();
+    let mut groups: BTreeMap<usize, (bool, Vec<Evidence>)> = BTreeMap::new();
     for (index, ((kind, _), evidence)) in nodes.iter_mut().enumerate() {
         groups
             .entry(group_of[index])
-            .or_insert_with(|| (*kind, Vec::new()))
+            .or_insert_with(|| (*kind == Kind::Decision, Vec::new()))
             .1
             .append(evidence);
     }
     drop(nodes);
     let mut groups = Background::new(groups.into_values().collect::<Vec<_>>());
     let mut items = Background::new(Vec::with_capacity(groups.len()));
-    for (kind, evidence) in groups.iter_mut() {
+    for (decision, evidence) in groups.iter_mut() {
         if cancel() {
             return Err(Cancelled);
         }
-        items.push(item(*kind, std::mem::take(evidence)));
+        items.push(item(*decision, std::mem::take(evidence), context));
     }
     items.sort_by(|a, b| a.id.cmp(&b.id));
-    mark_superseded(&mut items, supersede, cancel)?;
+    supersede::mark(&mut items, supersede, context, cancel)?;
     Ok(items.into_inner())
 }
 
-/// Word sets as numbers of their [`Vocabulary`], for the join.
-fn numbered<'w>(
+/// Word sets as numbers of their [`Vocabulary`], each word repeated by its weight, for the join.
+fn weighted<'w>(
     sets: impl Iterator<Item = &'w Vec<String>> + Clone,
     cancel: &dyn Fn() -> bool,
 ) -> Result<Vec<Vec<u32>>, Cancelled> {
@@ -186,14 +194,18 @@ fn numbered<'w>(
         if cancel() {
             return Err(Cancelled);
         }
-        numbered.push(vocabulary.ids(set));
+        numbered.push(vocabulary.weighted_ids(set));
     }
     Ok(numbered)
 }
 
 /// The entries of `lines` by kind and words: the nodes of the grouping, in the order of their
 /// keys, each with its entries.
-fn nodes(lines: &[&Line], cancel: &dyn Fn() -> bool) -> Result<Vec<Node>, Cancelled> {
+fn nodes(
+    lines: &[&Line],
+    context: &Context,
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<Node>, Cancelled> {
     let mut nodes: Background<HashMap<NodeKey, Vec<Evidence>>> = Background::new(HashMap::new());
     for line in lines {
         if cancel() {
@@ -204,7 +216,7 @@ fn nodes(lines: &[&Line], cancel: &dyn Fn() -> bool) -> Result<Vec<Node>, Cancel
             continue;
         };
         nodes
-            .entry((kind, words(&entry.text)))
+            .entry((kind, analyse(&entry.text, context).words))
             .or_default()
             .push(Evidence {
                 id: line.id(),
@@ -220,12 +232,12 @@ fn nodes(lines: &[&Line], cancel: &dyn Fn() -> bool) -> Result<Vec<Node>, Cancel
     Ok(nodes)
 }
 
-/// An item from its kind and entries.
-fn item(kind: Kind, mut evidence: Vec<Evidence>) -> Item {
+/// An item from its entries (`decision`: whether they are a decision's).
+fn item(decision: bool, mut evidence: Vec<Evidence>, context: &Context) -> Item {
     evidence.sort_by(|a, b| (a.time, &a.id).cmp(&(b.time, &b.id)));
     let first = &evidence[0];
     let last = &evidence[evidence.len() - 1];
-    let text = if kind == Kind::Decision {
+    let wording = if decision {
         last.text.clone()
     } else {
         // The wording said most often; among equals, the earliest.
@@ -243,6 +255,11 @@ fn item(kind: Kind, mut evidence: Vec<Evidence>) -> Item {
             .unwrap_or_default()
     };
     let tag = most_frequent(evidence.iter().map(|e| e.tag), |tag| tag as usize);
+    let kind = if decision {
+        Kind::Decision
+    } else {
+        Kind::of(tag).unwrap_or(Kind::Lesson)
+    };
     let role = most_frequent(evidence.iter().map(|e| e.role), |role| {
         Role::ALL.iter().position(|r| *r == role).unwrap_or(0)
     });
@@ -269,11 +286,12 @@ fn item(kind: Kind, mut evidence: Vec<Evidence>) -> Item {
         .iter()
         .filter_map(|e| e.feature.as_ref().map(FeatureId::as_str))
         .collect();
+    let text = generalise(&wording, evidence.iter().map(|e| e.text.as_str()), context);
     Item {
         id: first.id.clone(),
         kind,
         tag,
-        words: words(&text),
+        words: analyse(&wording, context).words,
         text,
         seen: invocations.len(),
         workers: workers.into_iter().collect(),
@@ -305,100 +323,6 @@ fn most_frequent<T: Copy + PartialEq>(
         .expect("an item has at least one entry")
 }
 
-/// Marks each decision that a later decision on the same subject replaces: its successor is the
-/// most similar of those later ones (then the latest).
-fn mark_superseded(
-    items: &mut [Item],
-    supersede: f64,
-    cancel: &dyn Fn() -> bool,
-) -> Result<(), Cancelled> {
-    let decisions: Vec<usize> = (0..items.len())
-        .filter(|&i| items[i].kind == Kind::Decision)
-        .collect();
-    let mut successors = Successors::new(items, &decisions);
-    if supersede > 0.0 {
-        let ids = numbered(decisions.iter().map(|&i| &items[i].words), cancel)?;
-        join::candidate_pairs(&ids, supersede, cancel, |a, b, pair| {
-            successors.offer(a, b, || pair.reaches());
-        })?;
-    } else {
-        // At a threshold of 0 or below, decisions that share no word are on the same subject
-        // too: every pair is, and no filter applies.
-        for a in 0..decisions.len() {
-            if cancel() {
-                return Err(Cancelled);
-            }
-            for b in a + 1..decisions.len() {
-                let score = similarity(&items[decisions[a]].words, &items[decisions[b]].words);
-                successors.offer(a, b, || (score >= supersede).then_some(score));
-            }
-        }
-    }
-    let chosen: Vec<Option<String>> = successors.chosen();
-    for (decision, successor) in decisions.into_iter().zip(chosen) {
-        items[decision].superseded_by = successor;
-    }
-    Ok(())
-}
-
-/// The successor of each decision so far (by number among the decisions): the most similar
-/// later one, then the latest, then the one with the smallest id, with its similarity.
-struct Successors<'a> {
-    items: &'a [Item],
-    decisions: &'a [usize],
-    /// By decision: a large group of decisions makes many pairs, each of which reads these.
-    last_seen: Vec<Timestamp>,
-    best: Vec<Option<(f64, usize)>>,
-}
-
-impl<'a> Successors<'a> {
-    /// No successor yet for any of `decisions` (indices in `items`).
-    fn new(items: &'a [Item], decisions: &'a [usize]) -> Self {
-        Self {
-            items,
-            decisions,
-            last_seen: decisions.iter().map(|&i| items[i].last_seen).collect(),
-            best: vec![None; decisions.len()],
-        }
-    }
-
-    /// Takes decisions `a` and `b` into account: the later may succeed the earlier if `score`
-    /// (asked only if one is later) gives their similarity.
-    fn offer(&mut self, a: usize, b: usize, score: impl FnOnce() -> Option<f64>) {
-        let (older, newer) = match self.last_seen[a].cmp(&self.last_seen[b]) {
-            std::cmp::Ordering::Less => (a, b),
-            std::cmp::Ordering::Greater => (b, a),
-            std::cmp::Ordering::Equal => return,
-        };
-        let Some(score) = score() else {
-            return;
-        };
-        let better = self.best[older].is_none_or(|(best, current)| {
-            score
-                .total_cmp(&best)
-                .then(self.last_seen[newer].cmp(&self.last_seen[current]))
-                .then_with(|| self.id(current).cmp(self.id(newer)))
-                .is_gt()
-        });
-        if better {
-            self.best[older] = Some((score, newer));
-        }
-    }
-
-    /// The id of decision `decision`.
-    fn id(&self, decision: usize) -> &'a str {
-        &self.items[self.decisions[decision]].id
-    }
-
-    /// Each decision's successor, by id.
-    fn chosen(&self) -> Vec<Option<String>> {
-        self.best
-            .iter()
-            .map(|best| best.map(|(_, newer)| self.id(newer).to_string()))
-            .collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -406,65 +330,52 @@ mod tests {
     use super::super::log;
     use super::*;
 
-    /// The grouping as it was before the join was filtered: every node compared with every later
-    /// node that shares a word with it, and every decision with every later one. The reference
-    /// that [`group`] must match item for item.
+    /// The grouping by comparing every node with every later node that shares a word with it,
+    /// by the weighted Dice coefficient summed word by word, and every decision with every later
+    /// one: the reference that [`group`] must match item for item.
     fn naive_group(lines: &[&Line], threshold: f64, supersede: f64) -> Vec<Item> {
-        let nodes = nodes(lines, &|| false).unwrap();
+        let context = Context::default();
+        let nodes = nodes(lines, &context, &|| false).unwrap();
         let mut sets = join::DisjointSets::new(nodes.len());
-        let mut by_word: BTreeMap<(Kind, &str), Vec<usize>> = BTreeMap::new();
-        for (index, ((kind, node_words), _)) in nodes.iter().enumerate() {
-            if *kind == Kind::Decision {
-                continue;
-            }
-            for word in node_words {
-                by_word.entry((*kind, word)).or_default().push(index);
-            }
-        }
-        for (index, ((kind, node_words), _)) in nodes.iter().enumerate() {
-            let candidates: BTreeSet<usize> = node_words
-                .iter()
-                .filter_map(|word| by_word.get(&(*kind, word.as_str())))
-                .flatten()
-                .copied()
-                .filter(|&other| other > index)
-                .collect();
-            for other in candidates {
-                if similarity(node_words, &nodes[other].0 .1) >= threshold {
-                    sets.join(index, other);
+        let pooled: Vec<usize> = (0..nodes.len())
+            .filter(|&n| nodes[n].0 .0 != Kind::Decision)
+            .collect();
+        let vocabulary = Vocabulary::new(pooled.iter().map(|&n| nodes[n].0 .1.as_slice()));
+        let weighed =
+            |words: &[String]| -> u32 { words.iter().map(|w| vocabulary.weight(w)).sum() };
+        for (position, &a) in pooled.iter().enumerate() {
+            for &b in &pooled[position + 1..] {
+                let (x, y) = (&nodes[a].0 .1, &nodes[b].0 .1);
+                let common: Vec<String> = x.iter().filter(|w| y.contains(w)).cloned().collect();
+                if common.is_empty() {
+                    continue;
+                }
+                let score = 2.0 * f64::from(weighed(&common)) / f64::from(weighed(x) + weighed(y));
+                if score >= threshold {
+                    sets.join(a, b);
                 }
             }
         }
-        let mut groups: BTreeMap<usize, (Kind, Vec<Evidence>)> = BTreeMap::new();
+        let mut groups: BTreeMap<usize, (bool, Vec<Evidence>)> = BTreeMap::new();
         for (index, ((kind, _), evidence)) in nodes.into_iter().enumerate() {
             groups
                 .entry(sets.root(index))
-                .or_insert_with(|| (kind, Vec::new()))
+                .or_insert_with(|| (kind == Kind::Decision, Vec::new()))
                 .1
                 .extend(evidence);
         }
         let mut items: Vec<Item> = groups
             .into_values()
-            .map(|(kind, evidence)| item(kind, evidence))
+            .map(|(decision, evidence)| item(decision, evidence, &context))
             .collect();
         items.sort_by(|a, b| a.id.cmp(&b.id));
-        let decisions: Vec<usize> = (0..items.len())
-            .filter(|&i| items[i].kind == Kind::Decision)
-            .collect();
-        for &older in &decisions {
-            let successor = decisions
-                .iter()
-                .filter(|&&newer| items[newer].last_seen > items[older].last_seen)
-                .map(|&newer| (similarity(&items[older].words, &items[newer].words), newer))
-                .filter(|(score, _)| *score >= supersede)
-                .max_by(|(a_score, a), (b_score, b)| {
-                    a_score
-                        .total_cmp(b_score)
-                        .then(items[*a].last_seen.cmp(&items[*b].last_seen))
-                        .then(items[*b].id.cmp(&items[*a].id))
-                })
-                .map(|(_, newer)| items[newer].id.clone());
-            items[older].superseded_by = successor;
+        let successors = supersede::naive(&items, supersede, &context);
+        for (item, successor) in items
+            .iter_mut()
+            .filter(|i| i.kind == Kind::Decision)
+            .zip(successors)
+        {
+            item.superseded_by = successor;
         }
         items
     }
@@ -521,7 +432,7 @@ mod tests {
         ) {
             let lines = lines(&raw.join("\n"));
             let lines: Vec<&Line> = lines.iter().collect();
-            let fast = group(&lines, threshold, supersede, &|| false).unwrap();
+            let fast = group(&lines, threshold, supersede, &Context::default(), &|| false).unwrap();
             prop_assert_eq!(fast, naive_group(&lines, threshold, supersede));
         }
     }
@@ -530,7 +441,10 @@ mod tests {
     fn a_cancelled_grouping_stops() {
         let lines = lines("[2026-04-24T10:00:00Z] worker F-1 LESSON: alpha beta gamma\n");
         let lines: Vec<&Line> = lines.iter().collect();
-        assert_eq!(group(&lines, 0.6, 0.4, &|| true), Err(Cancelled));
+        assert_eq!(
+            group(&lines, 0.6, 0.4, &Context::default(), &|| true),
+            Err(Cancelled)
+        );
     }
 
     fn lines(text: &str) -> Vec<Line> {
@@ -539,7 +453,14 @@ mod tests {
 
     fn grouped(text: &str) -> Vec<Item> {
         let lines = lines(text);
-        group(&lines.iter().collect::<Vec<_>>(), 0.6, 0.4, &|| false).unwrap()
+        group(
+            &lines.iter().collect::<Vec<_>>(),
+            0.6,
+            0.4,
+            &Context::default(),
+            &|| false,
+        )
+        .unwrap()
     }
 
     #[test]

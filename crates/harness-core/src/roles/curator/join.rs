@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use super::similarity::{common_words, dice, similarity};
+use super::similarity::{common_words, dice, similarity, weight, MAX_WEIGHT};
 use super::Cancelled;
 
 /// Words as numbers: each word of the sets it was made from by its rank in the order of how
@@ -22,25 +22,36 @@ use super::Cancelled;
 #[derive(Debug, Clone, Default)]
 pub struct Vocabulary {
     ranks: HashMap<String, u32>,
+    /// How many sets hold the word of each rank.
+    holding: Vec<u32>,
+    /// How many sets it was made from.
+    sets: usize,
 }
 
 impl Vocabulary {
     /// The vocabulary of `sets` (each a list of distinct words).
     pub fn new<'w>(sets: impl IntoIterator<Item = &'w [String]>) -> Self {
         let mut counts: HashMap<&str, u32> = HashMap::new();
+        let mut total = 0;
         for set in sets {
+            total += 1;
             for word in set {
                 *counts.entry(word).or_default() += 1;
             }
         }
         let mut order: Vec<(u32, &str)> = counts.into_iter().map(|(w, n)| (n, w)).collect();
         order.sort_unstable();
+        let holding = order.iter().map(|(n, _)| *n).collect();
         let ranks = order
             .into_iter()
             .enumerate()
             .map(|(rank, (_, word))| (word.to_string(), rank as u32))
             .collect();
-        Self { ranks }
+        Self {
+            ranks,
+            holding,
+            sets: total,
+        }
     }
 
     /// `words` (distinct) as numbers, ascending. A word it does not know gets a number past
@@ -58,6 +69,39 @@ impl Vocabulary {
                     .unwrap_or(u32::MAX - position as u32)
             })
             .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// How many of the sets hold `word`.
+    pub fn holding(&self, word: &str) -> usize {
+        self.ranks
+            .get(word)
+            .map_or(0, |&rank| self.holding[rank as usize] as usize)
+    }
+
+    /// The weight of `word` among the sets (see [`weight`]); an unknown word weighs 1.
+    pub fn weight(&self, word: &str) -> u32 {
+        self.ranks.get(word).map_or(1, |&rank| {
+            weight(self.holding[rank as usize] as usize, self.sets)
+        })
+    }
+
+    /// `words` (distinct) as numbers with each word repeated by its [`weight`]: the Dice
+    /// coefficient of two such lists is the weighted Dice coefficient of the words, and the
+    /// join works on them unchanged. Ascending; the copies of a word are consecutive, so the
+    /// order stays rarest first. An unknown word is one number, as in [`Vocabulary::ids`].
+    pub fn weighted_ids(&self, words: &[String]) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(words.len() * 2);
+        for (position, word) in words.iter().enumerate() {
+            match self.ranks.get(word.as_str()) {
+                Some(&rank) => {
+                    let copies = weight(self.holding[rank as usize] as usize, self.sets);
+                    ids.extend((0..copies).map(|copy| rank * MAX_WEIGHT + copy));
+                }
+                None => ids.push(u32::MAX - position as u32),
+            }
+        }
         ids.sort_unstable();
         ids
     }
@@ -516,6 +560,30 @@ mod tests {
         let unknown = vocabulary.ids(&["x".to_string(), "y".to_string(), "c".to_string()]);
         assert_eq!(unknown.len(), 3);
         assert_eq!(unknown[0], 2);
+    }
+
+    #[test]
+    fn weighted_ids_repeat_each_word_by_its_weight() {
+        let sets: Vec<Vec<String>> = (0..30)
+            .map(|i| {
+                if i == 0 {
+                    vec!["a".to_string(), "c".to_string()]
+                } else {
+                    vec!["c".to_string()]
+                }
+            })
+            .collect();
+        let vocabulary = Vocabulary::new(sets.iter().map(Vec::as_slice));
+        // "a": one set of thirty, weight round(ln 30) = 3; "c": every set, weight 1.
+        assert_eq!(vocabulary.weight("a"), 3);
+        assert_eq!(vocabulary.weight("c"), 1);
+        let ids = vocabulary.weighted_ids(&sets[0]);
+        assert_eq!(ids.len(), 4);
+        assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
+        // Dice over the copies is the weighted Dice: 2·1 / (4 + 1).
+        let c = vocabulary.weighted_ids(&sets[1]);
+        assert!((similarity(&ids, &c) - 0.4).abs() < 1e-12);
+        assert_eq!(vocabulary.weighted_ids(&["unknown".to_string()]).len(), 1);
     }
 
     #[test]

@@ -1,10 +1,22 @@
-//! When two memory entries say the same thing: each text is reduced to its content words
-//! (normalised), and two texts are compared by the Dice coefficient of those word sets.
+//! When two memory entries say the same thing, and what in them belongs to one mission.
 //!
-//! Normalising: lowercase; `n't` read as `not`; timestamps and numbers dropped (they differ
-//! between runs of the same lesson); a path reduced to its last component (`drizzle/*.sql` and
-//! `/tmp/x/drizzle/*.sql` are the same thing); punctuation splits words; common English words and
-//! filler verbs (`the`, `use`, `always`…) dropped; a light stemmer folds plurals and `-ed`/`-ing`.
+//! A text is read token by token (split at whitespace, surrounding punctuation trimmed). A token
+//! that names something of one mission is *specific* ([`Specific`]): a feature id, a run or
+//! mission id, the project's name, an e-mail address, a URL, a host and port, a date or a time,
+//! a number of three digits or more, a path (`src/db/`, `a/b/c.ts`, `/api/v1`), an `npm`-style
+//! `name:qualifier`. Identifiers (`snake_case`, `CamelCase`, `file.ext`) are noted too: they may
+//! name the project's code as well as a tool's.
+//!
+//! The words compared are the content words of the rest and of specific tokens but feature and
+//! run ids, dates and times (they differ between runs of the same lesson): lowercase, `n't` read
+//! as `not`, a path reduced to its last two components, flags kept whole as well as split,
+//! common English words and filler verbs (`the`, `use`, `always`…) dropped, irregular past
+//! tenses and a light stemmer folding plurals and `-ed`/`-ing`. Two word sets are compared by
+//! their Dice coefficient, each word weighted by how rare it is among the sets compared (see
+//! [`weight`]): what is specific to a lesson (a tool, a flag, an error text) counts more than a
+//! word every entry has.
+
+use std::collections::{BTreeSet, HashSet};
 
 /// Words that carry no subject: dropped before comparing. Negations are kept: `do not X` and `X`
 /// must not look alike. Sorted, for a binary search.
@@ -22,65 +34,453 @@ const STOPWORDS: &[&str] = &[
     "will", "with", "would", "you", "your",
 ];
 
-/// The content words of `text`, normalised, sorted and without repeats.
+/// What a specific token names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Specific {
+    /// A feature id of the mission (`F-003`), or anything shaped like one.
+    FeatureId,
+    /// A run id (`1777076234-worker-F-023`) or a mission id (`m-1777076234-1a2b3c`).
+    RunId,
+    /// The project's own name.
+    Project,
+    /// An e-mail address.
+    Email,
+    /// A URL.
+    Url,
+    /// A host and port (`localhost:3001`, `:8080`).
+    HostPort,
+    /// A date or a time of day.
+    Time,
+    /// A number of three digits or more, a decimal number, an address.
+    Number,
+    /// A path: three components or more, an absolute one, or one ending in `/` or a file.
+    Path,
+    /// A `name:qualifier` (an `npm run` script such as `db:seed`).
+    Name,
+}
+
+impl Specific {
+    /// What stands for it in a wording that says what several entries said with different ones.
+    pub fn placeholder(self) -> &'static str {
+        match self {
+            Specific::FeatureId => "<feature>",
+            Specific::RunId => "<run id>",
+            Specific::Project => "<project>",
+            Specific::Email => "<e-mail>",
+            Specific::Url => "<url>",
+            Specific::HostPort => "<host:port>",
+            Specific::Time => "<time>",
+            Specific::Number => "<n>",
+            Specific::Path => "<path>",
+            Specific::Name => "<name>",
+        }
+    }
+}
+
+/// What is known of the mission whose entries are read: its project's name and its feature
+/// ids (as the log's entries give them), specific wherever they appear in a text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Context {
+    project: Option<String>,
+    features: HashSet<String>,
+}
+
+impl Context {
+    /// The context of a mission of the project directory `project` (its last component is the
+    /// project's name; one of fewer than four characters is too likely a word to be taken for
+    /// it) with the feature ids `features`.
+    pub fn new<'f>(project: &str, features: impl IntoIterator<Item = &'f str>) -> Self {
+        let name = project
+            .trim_end_matches(['/', '\\'])
+            .rsplit(['/', '\\'])
+            .next()
+            .unwrap_or("")
+            .to_lowercase();
+        Self {
+            project: (name.chars().count() >= 4).then_some(name),
+            features: features.into_iter().map(str::to_lowercase).collect(),
+        }
+    }
+}
+
+/// A text as the curator reads it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Analysis {
+    /// The content words, normalised, sorted and without repeats.
+    pub words: Vec<String>,
+    /// The specific tokens, lowercase, in order.
+    pub specifics: Vec<(Specific, String)>,
+    /// The identifiers and file names, lowercase, in order.
+    pub identifiers: Vec<String>,
+}
+
+impl Analysis {
+    /// Whether it names nothing of one mission: no specific token.
+    pub fn is_general(&self) -> bool {
+        self.specifics.is_empty()
+    }
+}
+
+/// The content words of `text`, normalised, sorted and without repeats (no context: only what
+/// looks like a feature id is one).
 pub fn words(text: &str) -> Vec<String> {
+    read(text, &Context::default(), false).words
+}
+
+/// `text` read in `context`.
+pub fn analyse(text: &str, context: &Context) -> Analysis {
+    read(text, context, true)
+}
+
+/// `wording` as the text of an item whose entries say `texts`: each specific token of it (but
+/// the project's name) that one of `texts` does not hold is replaced by its placeholder, so that
+/// entries differing in such tokens are not shown in one of their wordings.
+pub fn generalise<'t>(
+    wording: &str,
+    texts: impl Iterator<Item = &'t str>,
+    context: &Context,
+) -> String {
+    let own = analyse(wording, context).specifics;
+    if own.iter().all(|(kind, _)| *kind == Specific::Project) {
+        return wording.to_string();
+    }
+    let others: BTreeSet<&str> = texts.filter(|text| *text != wording).collect();
+    let others: Vec<Vec<(Specific, String)>> = others
+        .into_iter()
+        .map(|text| analyse(text, context).specifics)
+        .collect();
+    replace_specifics(wording, context, |kind, token| {
+        kind == Specific::Project
+            || others
+                .iter()
+                .all(|theirs| theirs.iter().any(|(k, t)| *k == kind && t == token))
+    })
+}
+
+/// `text` with each specific token for which `keep` (given its kind and lowercase form) says no
+/// replaced by its placeholder; the rest byte for byte.
+pub fn replace_specifics(
+    text: &str,
+    context: &Context,
+    keep: impl Fn(Specific, &str) -> bool,
+) -> String {
+    let mut out = String::with_capacity(text.len());
+    for piece in text.split_inclusive(char::is_whitespace) {
+        let token = piece.trim_end_matches(char::is_whitespace);
+        let core = trim(token);
+        let lowered = core.to_lowercase();
+        match specific(&lowered, context) {
+            Some(kind) if !core.is_empty() && !keep(kind, &lowered) => {
+                let start = token.len() - token.trim_start_matches(TRIM_START).len();
+                out.push_str(&token[..start]);
+                out.push_str(kind.placeholder());
+                out.push_str(&token[start + core.len()..]);
+                out.push_str(&piece[token.len()..]);
+            }
+            _ => out.push_str(piece),
+        }
+    }
+    out
+}
+
+/// Reads `text`; `identifiers`: whether to note identifiers too (a cost that the grouping, which
+/// reads every entry, does not need).
+fn read(text: &str, context: &Context, identifiers: bool) -> Analysis {
     let mut lowered = text.to_lowercase();
     // Most texts have no `n't`: no second copy for them.
     if lowered.contains("n't") {
         lowered = lowered.replace("n't", " not");
     }
-    let mut words: Vec<String> = lowered
-        .split_whitespace()
-        .flat_map(token_words)
-        .filter(|word| STOPWORDS.binary_search(word).is_err())
-        .map(stem)
-        .filter(|word| !word.is_empty())
-        .collect();
-    words.sort();
-    words.dedup();
-    words
-}
-
-/// The words of one whitespace-separated token: nothing for a timestamp, the last component of
-/// a path, and the alphanumeric runs of the rest, numbers left out.
-fn token_words(token: &str) -> impl Iterator<Item = &str> {
-    let token = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '/' && c != '*');
-    let token = if looks_like_time(token) {
-        ""
-    } else if token.contains('/') || token.contains('\\') {
-        token
-            .trim_end_matches(['/', '\\'])
-            .rsplit(['/', '\\'])
-            .next()
-            .unwrap_or("")
-    } else {
-        token
+    let mut analysis = Analysis::default();
+    let add = |run: &str, words: &mut Vec<String>| {
+        if run.is_empty() || STOPWORDS.binary_search(&run).is_ok() {
+            return;
+        }
+        if run.bytes().all(|b| b.is_ascii_digit()) {
+            // Small numbers are counts that differ between runs of one lesson; larger ones are
+            // values (a port, an amount) and worth comparing.
+            if run.len() >= 3 {
+                words.push(run.to_string());
+            }
+            return;
+        }
+        // The project's name says nothing of what a lesson is about (the token is noted).
+        if let Some(project) = &context.project {
+            if run.contains(project.as_str()) {
+                return;
+            }
+        }
+        let stemmed = stem(irregular(run).unwrap_or(run));
+        if !stemmed.is_empty() {
+            words.push(stemmed);
+        }
     };
-    token
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|run| !run.is_empty() && !is_number_like(run))
+    for token in lowered.split_whitespace() {
+        let token = trim(token);
+        if token.is_empty() {
+            continue;
+        }
+        let specific = specific(token, context);
+        if let Some(kind) = specific {
+            analysis.specifics.push((kind, token.to_string()));
+            if matches!(kind, Specific::FeatureId | Specific::RunId | Specific::Time) {
+                continue;
+            }
+        }
+        let compared = match specific {
+            Some(Specific::Path | Specific::Url | Specific::HostPort) => last_components(token),
+            _ => token,
+        };
+        if compared.starts_with('-') && compared.len() > 1 && specific.is_none() {
+            let flag = compared.split('=').next().unwrap_or(compared);
+            analysis.words.push(format!("`{flag}"));
+        }
+        for run in compared.split(|c: char| !c.is_alphanumeric()) {
+            add(run, &mut analysis.words);
+        }
+    }
+    if identifiers {
+        analysis.identifiers = text
+            .split_whitespace()
+            .map(trim)
+            .filter(|token| is_identifier(token))
+            .map(str::to_lowercase)
+            .collect();
+    }
+    analysis.words.sort();
+    analysis.words.dedup();
+    analysis
 }
 
-/// `2026-04-24`, `2026-04-24T10:05:12Z`, `10:05:12`.
+/// A token without the punctuation around it: quotes, brackets, and a sentence's `,;:.!?`.
+fn trim(token: &str) -> &str {
+    token
+        .trim_start_matches(TRIM_START)
+        .trim_end_matches(TRIM_END)
+}
+
+/// What [`trim`] takes off the start of a token.
+const TRIM_START: [char; 7] = ['`', '\'', '"', '(', '[', '{', '<'];
+/// What [`trim`] takes off the end of a token.
+const TRIM_END: [char; 13] = [
+    '`', '\'', '"', ')', ']', '}', '>', ',', ';', ':', '.', '!', '?',
+];
+
+/// What the (lowercase, trimmed) `token` names, if it is something of one mission.
+fn specific(token: &str, context: &Context) -> Option<Specific> {
+    let bytes = token.as_bytes();
+    if context.features.contains(token) || looks_like_feature_id(token, context) {
+        return Some(Specific::FeatureId);
+    }
+    if looks_like_run_id(token) {
+        return Some(Specific::RunId);
+    }
+    if looks_like_time(token) {
+        return Some(Specific::Time);
+    }
+    if let Some(at) = token.find('@') {
+        if at > 0 && token[at + 1..].contains('.') {
+            return Some(Specific::Email);
+        }
+    }
+    if token.contains("://") {
+        return Some(Specific::Url);
+    }
+    if has_port(token) {
+        return Some(Specific::HostPort);
+    }
+    if looks_like_path(token) {
+        return Some(Specific::Path);
+    }
+    let flag = bytes.first() == Some(&b'-');
+    if !flag && looks_like_number(token) {
+        return Some(Specific::Number);
+    }
+    if !flag && looks_like_name(token) {
+        return Some(Specific::Name);
+    }
+    if let Some(project) = &context.project {
+        if token.contains(project.as_str()) {
+            return Some(Specific::Project);
+        }
+    }
+    None
+}
+
+/// Shaped like a feature id of the mission: the letters of one of its ids (`f` of `F-001`),
+/// a hyphen, digits; without ids to go by, one letter, a hyphen, digits (`utf-8` and `sha-256`
+/// are not ids).
+fn looks_like_feature_id(token: &str, context: &Context) -> bool {
+    token.split_once('-').is_some_and(|(letters, digits)| {
+        let prefix = |id: &String| id.split_once('-').is_some_and(|(p, _)| p == letters);
+        let known = if context.features.is_empty() {
+            letters.len() == 1
+        } else {
+            context.features.iter().any(prefix)
+        };
+        known
+            && letters.bytes().all(|b| b.is_ascii_alphabetic())
+            && !digits.is_empty()
+            && digits.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// `1777076234-worker-f-023` (with a suffix maybe) or `m-1777076234-1a2b3c`.
+fn looks_like_run_id(token: &str) -> bool {
+    let digits = token.bytes().take_while(u8::is_ascii_digit).count();
+    let run = digits >= 9
+        && ["-worker-", "-validator-", "-planner-", "-curator-"]
+            .iter()
+            .any(|role| token[digits..].starts_with(role));
+    let mission = token.strip_prefix("m-").is_some_and(|rest| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits >= 9 && rest.as_bytes().get(digits) == Some(&b'-')
+    });
+    run || mission
+}
+
+/// `host:port`, `:8080`, `:::3001`, `localhost:3001/api`: a colon followed by two digits or more.
+fn has_port(token: &str) -> bool {
+    let bytes = token.as_bytes();
+    (0..bytes.len()).any(|i| {
+        bytes[i] == b':'
+            && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)
+            && bytes.get(i + 2).is_some_and(u8::is_ascii_digit)
+            && (i == 0 || bytes[i - 1] != b':' || token[..i].bytes().all(|b| b == b':'))
+    })
+}
+
+/// A path of one project: three components or more, an absolute one, or one ending in `/` or in
+/// a file name (`a/b.ts`). `~/…` is a tool's convention; `and/or`, `i/o`, `ci/cd` are words.
+fn looks_like_path(token: &str) -> bool {
+    if token.starts_with("~/") || !(token.contains('/') || token.contains('\\')) {
+        return false;
+    }
+    let components: Vec<&str> = token.split(['/', '\\']).filter(|c| !c.is_empty()).collect();
+    if components.is_empty() || components.iter().all(|c| c.chars().count() <= 1) {
+        return false;
+    }
+    let last = components[components.len() - 1];
+    components.len() >= 3
+        || token.starts_with(['/', '\\', '.'])
+        || (components.len() == 2 && (token.ends_with(['/', '\\']) || last.contains('.')))
+}
+
+/// Three digits or more in a row, or a decimal number (`59.98`, `1.74`, `0.0.0.0`); not a
+/// name that ends in digits (`sha256`, `sha-256`, `int64`).
+fn looks_like_number(token: &str) -> bool {
+    let digits = |run: &str| run.bytes().all(|b| b.is_ascii_digit()) && !run.is_empty();
+    let letters = token.trim_end_matches(|c: char| c.is_ascii_digit());
+    let letters = letters.strip_suffix('-').unwrap_or(letters);
+    if !letters.is_empty()
+        && letters.len() < token.len()
+        && letters.bytes().all(|b| b.is_ascii_alphabetic())
+    {
+        return false;
+    }
+    let three = token
+        .split(|c: char| !c.is_ascii_digit())
+        .any(|run| run.len() >= 3);
+    let parts: Vec<&str> = token.split('.').collect();
+    three || (parts.len() >= 2 && parts.iter().all(|p| digits(p)))
+}
+
+/// `db:seed`: a word, one colon, a word (not `a::b`, not a URL).
+fn looks_like_name(token: &str) -> bool {
+    token.split_once(':').is_some_and(|(name, qualifier)| {
+        !name.is_empty()
+            && !qualifier.is_empty()
+            && !qualifier.contains(':')
+            && name.starts_with(|c: char| c.is_ascii_alphabetic())
+            && qualifier.starts_with(|c: char| c.is_ascii_alphabetic())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    })
+}
+
+/// A `snake_case` or `CamelCase` identifier, or a `file.ext` name (`ALL_CAPS` names are
+/// environment variables, which tools define as often as projects do).
+fn is_identifier(token: &str) -> bool {
+    let has_lower = token.bytes().any(|b| b.is_ascii_lowercase());
+    let snake = has_lower
+        && token
+            .split(|c: char| !c.is_alphanumeric() && c != '_')
+            .any(|run| run.trim_matches('_').contains('_'));
+    let camel = token
+        .as_bytes()
+        .windows(2)
+        .any(|pair| pair[0].is_ascii_lowercase() && pair[1].is_ascii_uppercase());
+    let file = token.rsplit_once('.').is_some_and(|(stem, extension)| {
+        !stem.is_empty()
+            && stem.starts_with(|c: char| c.is_alphanumeric() || c == '.' || c == '_')
+            && (1..=5).contains(&extension.len())
+            && extension.bytes().all(|b| b.is_ascii_alphabetic())
+    });
+    (snake || camel || file) && !token.starts_with('-')
+}
+
+/// The last two components of a path, URL or `host:port/path` (a file under two roots is the
+/// same file; `data/raw/` and `data/raw/2024.csv` share `raw`).
+fn last_components(token: &str) -> &str {
+    let token = token.trim_end_matches(['/', '\\']);
+    let mut cut = token.len();
+    for _ in 0..2 {
+        match token[..cut].rfind(['/', '\\']) {
+            Some(at) => cut = at,
+            None => return token,
+        }
+    }
+    &token[cut + 1..]
+}
+
+/// The base form of a common irregular past tense or participle.
+fn irregular(word: &str) -> Option<&'static str> {
+    const IRREGULAR: &[(&str, &str)] = &[
+        ("broke", "break"),
+        ("broken", "break"),
+        ("built", "build"),
+        ("caught", "catch"),
+        ("forgot", "forget"),
+        ("forgotten", "forget"),
+        ("found", "find"),
+        ("gave", "give"),
+        ("given", "give"),
+        ("held", "hold"),
+        ("hung", "hang"),
+        ("kept", "keep"),
+        ("made", "make"),
+        ("ran", "run"),
+        ("saw", "see"),
+        ("seen", "see"),
+        ("sent", "send"),
+        ("shown", "show"),
+        ("stuck", "stick"),
+        ("taken", "take"),
+        ("took", "take"),
+        ("went", "go"),
+        ("written", "write"),
+        ("wrote", "write"),
+    ];
+    IRREGULAR
+        .binary_search_by(|(form, _)| form.cmp(&word))
+        .ok()
+        .map(|i| IRREGULAR[i].1)
+}
+
+/// `2026-04-24`, `2026-04-24T10:05:12Z`, `10:05:12`, `16:40`.
 fn looks_like_time(token: &str) -> bool {
     let digits = token.chars().filter(char::is_ascii_digit).count();
     let date = token.len() >= 10
         && token.as_bytes()[..4].iter().all(u8::is_ascii_digit)
         && token.as_bytes()[4] == b'-';
     let clock = token.contains(':')
-        && digits >= 4
+        && digits >= 3
         && token
             .chars()
-            .all(|c| c.is_ascii_digit() || matches!(c, ':' | '.' | 'z' | 'Z'));
+            .all(|c| c.is_ascii_digit() || matches!(c, ':' | '.' | 'z' | 'Z'))
+        && !token.starts_with(':');
     date || clock
-}
-
-/// Digits only, or a long hex run with a digit in it (a commit, a hash, an id).
-fn is_number_like(run: &str) -> bool {
-    run.chars().all(|c| c.is_ascii_digit())
-        || (run.len() >= 7
-            && run.chars().all(|c| c.is_ascii_hexdigit())
-            && run.chars().any(|c| c.is_ascii_digit()))
 }
 
 /// A light English stemmer: enough that `applies`, `applied` and `applying` meet at `apply`, and
@@ -122,6 +522,25 @@ fn undouble(stem: &mut String) {
     if n >= 2 && bytes[n - 1] == bytes[n - 2] && !b"aeioulsz".contains(&bytes[n - 1]) {
         stem.truncate(n - 1);
     }
+}
+
+/// Whether `word` (lowercase) is a content word, not one of the common words dropped.
+pub fn is_content_word(word: &str) -> bool {
+    STOPWORDS.binary_search(&word).is_err()
+}
+
+/// The most a word weighs (see [`weight`]).
+pub const MAX_WEIGHT: u32 = 6;
+
+/// How much a word held by `holding` of `sets` word sets weighs in a comparison: the natural
+/// logarithm of how rare it is (`sets / holding`), rounded, from 1 to [`MAX_WEIGHT`]. A word in
+/// every other set weighs 1; a word in one set of a hundred, 5.
+pub fn weight(holding: usize, sets: usize) -> u32 {
+    if holding == 0 {
+        return MAX_WEIGHT;
+    }
+    let rarity = (sets as f64 / holding as f64).ln().round();
+    (rarity.max(1.0) as u32).min(MAX_WEIGHT)
 }
 
 /// The Dice coefficient of two sorted word lists: 2·|common| / (|a| + |b|), from 0 (nothing in
@@ -181,7 +600,7 @@ mod tests {
     fn normalises_case_punctuation_times_numbers_and_paths() {
         assert_eq!(
             words("Run `psql -f drizzle/*.sql` at 2026-04-24T10:05:12Z (3 times)!"),
-            ["f", "psql", "run", "sql", "tim"]
+            ["`-f", "drizzl", "f", "psql", "run", "sql", "tim"]
         );
         assert_eq!(
             words("/tmp/.tmpA1b2/project/src/main.rs fails"),
@@ -217,5 +636,99 @@ mod tests {
         assert!(unrelated < 0.4, "{unrelated}");
         assert_eq!(sim("", "anything"), 0.0);
         assert_eq!(sim("the same words", "same the words"), 1.0);
+    }
+
+    fn specifics(text: &str) -> Vec<(Specific, String)> {
+        let context = Context::new("/home/me/shopfront", ["F-001", "F-014"]);
+        analyse(text, &context).specifics
+    }
+
+    #[test]
+    fn what_belongs_to_one_mission_is_specific() {
+        use Specific::*;
+        let cases: &[(&str, &[(Specific, &str)])] = &[
+            ("each page starts with `// F-003`", &[(FeatureId, "f-003")]),
+            (
+                "see 1777076234-worker-F-023 and m-1777076234-1a2b3c",
+                &[
+                    (RunId, "1777076234-worker-f-023"),
+                    (RunId, "m-1777076234-1a2b3c"),
+                ],
+            ),
+            (
+                "curl -s localhost:3001/api/products | jq",
+                &[(HostPort, "localhost:3001/api/products")],
+            ),
+            (
+                "EADDRINUSE :::3001 on npm run api",
+                &[(HostPort, ":::3001")],
+            ),
+            (
+                "log in as admin@shop.test with admin123",
+                &[(Email, "admin@shop.test")],
+            ),
+            (
+                "the shopfront API answers on /api/v1",
+                &[(Project, "shopfront"), (Path, "/api/v1")],
+            ),
+            (
+                "npm run db:seed loads 40 products in src/db/seed.ts",
+                &[(Name, "db:seed"), (Path, "src/db/seed.ts")],
+            ),
+            (
+                "prices as numeric(12,2) and a total of 59.98",
+                &[(Number, "59.98")],
+            ),
+            (
+                "slots from 08:00 to 17:00 since 2026-03-02",
+                &[(Time, "08:00"), (Time, "17:00"), (Time, "2026-03-02")],
+            ),
+            (
+                "fuser -k 5173/tcp frees data/raw/ for good",
+                &[(Number, "5173/tcp"), (Path, "data/raw/")],
+            ),
+        ];
+        for (text, expected) in cases {
+            let expected: Vec<(Specific, String)> =
+                expected.iter().map(|(k, s)| (*k, s.to_string())).collect();
+            assert_eq!(specifics(text), expected, "{text}");
+        }
+        // Words, tools' conventions and general values are not.
+        for text in [
+            "cargo test -- --nocapture shows println! output",
+            "drizzle-kit writes into drizzle/ and vendor/ and ~/.dbt",
+            "read/write and i/o and CI/CD, utf-8 and sha-256, make -j4 and --workers=1",
+            "assert_cmd::Command::cargo_bin runs it; tailwind.config.js; DATABASE_URL",
+            "Postgres 16 and node 18 for the 3 tests",
+        ] {
+            assert_eq!(specifics(text), [], "{text}");
+        }
+    }
+
+    #[test]
+    fn identifiers_and_file_names_are_noted() {
+        let noted = analyse(
+            "assert_cmd::Command::cargo_bin and ProductDetail.tsx, not DATABASE_URL or plain words",
+            &Context::default(),
+        )
+        .identifiers;
+        assert_eq!(
+            noted,
+            ["assert_cmd::command::cargo_bin", "productdetail.tsx"]
+        );
+    }
+
+    #[test]
+    fn irregular_forms_are_sorted_and_fold() {
+        assert_eq!(words("ran it, it hung"), words("run it, it hangs"));
+        assert_eq!(words("forgot cargo fmt"), words("forget cargo fmt"));
+    }
+
+    #[test]
+    fn rare_words_weigh_more() {
+        assert_eq!(weight(100, 100), 1);
+        assert_eq!(weight(1, 100), 5);
+        assert_eq!(weight(1, 1_000_000), MAX_WEIGHT);
+        assert_eq!(weight(0, 10), MAX_WEIGHT);
     }
 }

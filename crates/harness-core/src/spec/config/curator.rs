@@ -35,7 +35,7 @@ pub struct CuratorParams {
 impl Default for CuratorParams {
     fn default() -> Self {
         Self {
-            similarity: 0.6,
+            similarity: 0.3,
             supersede_similarity: 0.4,
             promote_min_seen: 2,
             keep_raw: 10,

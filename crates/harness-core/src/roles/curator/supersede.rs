@@ -1,0 +1,404 @@
+//! Which decision replaces which. A newer decision on the same subject supersedes an older one,
+//! even in other words; the older then goes to MEMORY.md's History. Two decisions are on the
+//! same subject when:
+//! - their words are alike: similarity at the `supersede` threshold (as the join finds them);
+//! - they are about the same thing: in "X is/are …" decisions, the words of the X (what is
+//!   decided about) share one, amounts and prices being one thing (`prices are numeric(12,2)`,
+//!   `amounts are integer cents`), or one is the acronym of the other's words (`MSRV`, "the
+//!   minimum supported Rust version");
+//! - the newer says that it changes something ("now", "instead of", "no more", "moved to",
+//!   "replaces"…) and names what is rare in the older (a word of at most [`RARE`] items, such
+//!   as the tool it replaces), or is like it (a weighted similarity of [`MARKED_SIMILARITY`] or
+//!   more): "time handling moves to jiff: chrono cannot…" replaces "timestamps are parsed with
+//!   chrono".
+//!
+//! A decision that adds to others ("also", "too", "as well") replaces none. The successor of a
+//! decision is the newer one on its subject (by its words or what it is about first, then by a
+//! change it announces), the most similar, then the latest. Decisions are compared with the
+//! [`WINDOW`] decisions before them that share what they are about or, for a change announced,
+//! any of them: a log of many thousands of decisions costs no more than its decisions.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::base::time::Timestamp;
+
+use super::items::{Item, Kind};
+use super::join::{self, Vocabulary};
+use super::similarity::{similarity, Context};
+use super::Cancelled;
+
+/// The weighted similarity at which a decision announcing a change replaces an older one,
+/// without a rare word in common.
+pub const MARKED_SIMILARITY: f64 = 0.2;
+/// A word held by this many items of the mission or fewer is rare: a decision announcing a
+/// change that names a rare word of an older one (the tool it replaces) replaces it.
+pub const RARE: usize = 2;
+/// How many earlier decisions a decision is compared with for each of the rules that are not
+/// the similarity of words.
+pub const WINDOW: usize = 256;
+
+/// Words that say a decision replaces an earlier one.
+const CHANGES: &[&str] = &[
+    "any more",
+    "anymore",
+    "are gone",
+    "from now on",
+    "instead of",
+    "is gone",
+    "move to",
+    "moved to",
+    "moves to",
+    "no longer",
+    "no more",
+    "now",
+    "replace",
+    "replaced",
+    "replaces",
+    "switch to",
+    "switched",
+];
+/// Words that say a decision adds to earlier ones.
+const ADDITIONS: &[&str] = &["additionally", "also", "as well", "in addition", "too"];
+/// Copulas: what comes before the first of them in a decision's first clause is its subject.
+const COPULAS: &[&str] = &["are", "is", "was", "were"];
+/// Words of a subject that are one thing (stems).
+const SUBJECTS: &[(&str, &str)] = &[
+    ("amount", "money"),
+    ("cent", "money"),
+    ("cost", "money"),
+    ("pric", "money"),
+];
+
+/// What the rules need to know of a decision.
+#[derive(Debug, Clone, Default)]
+struct Decision {
+    /// The words of its subject (see the module documentation).
+    about: BTreeSet<String>,
+    /// Its acronyms (`msrv`), and the initials of its runs of three to six content words.
+    acronyms: BTreeSet<String>,
+    initials: BTreeSet<String>,
+    /// It announces a change; it adds to others.
+    changes: bool,
+    adds: bool,
+    /// Its words, numbered with weights, and the rare ones (see [`RARE`]), without the words
+    /// that announce a change.
+    weighted: Vec<u32>,
+    rare: BTreeSet<String>,
+}
+
+impl Decision {
+    fn of(item: &Item, vocabulary: &Vocabulary, context: &Context) -> Self {
+        let text = &item.text;
+        let lowered = format!(
+            " {} ",
+            text.to_lowercase()
+                .replace(|c: char| !c.is_alphanumeric(), " ")
+        );
+        let has = |phrases: &[&str]| phrases.iter().any(|p| lowered.contains(&format!(" {p} ")));
+        Self {
+            about: subject(text, context),
+            acronyms: acronyms(text),
+            initials: initials(text),
+            changes: has(CHANGES),
+            adds: has(ADDITIONS),
+            weighted: vocabulary.weighted_ids(&topical(&item.words)),
+            rare: topical(&item.words)
+                .into_iter()
+                .filter(|w| vocabulary.holding(w) <= RARE)
+                .collect(),
+        }
+    }
+
+    /// Whether the two are about the same thing (but their words).
+    fn same_subject(&self, other: &Decision) -> bool {
+        self.about.intersection(&other.about).next().is_some()
+            || self.acronyms.intersection(&other.initials).next().is_some()
+            || other.acronyms.intersection(&self.initials).next().is_some()
+    }
+}
+
+/// How strongly `newer` replaces `older`, given the similarity of their words (`alike`:
+/// whether it reaches the threshold), or `None` if it does not.
+fn replaces(older: &Decision, newer: &Decision, score: f64, alike: bool) -> Option<f64> {
+    if newer.adds {
+        return None;
+    }
+    if alike || older.same_subject(newer) {
+        return Some(2.0 + score);
+    }
+    let related = || {
+        older.rare.intersection(&newer.rare).next().is_some()
+            || similarity(&older.weighted, &newer.weighted) >= MARKED_SIMILARITY
+    };
+    (newer.changes && related()).then_some(1.0 + score)
+}
+
+/// Marks each decision of `items` that a later decision on the same subject replaces (see the
+/// module documentation; `supersede`: the similarity of words at which they are).
+pub fn mark(
+    items: &mut [Item],
+    supersede: f64,
+    context: &Context,
+    cancel: &dyn Fn() -> bool,
+) -> Result<(), Cancelled> {
+    let decisions: Vec<usize> = (0..items.len())
+        .filter(|&i| items[i].kind == Kind::Decision)
+        .collect();
+    // Rarity among everything the mission said: a tool named by two decisions is rare, `run`
+    // is not.
+    let vocabulary = Vocabulary::new(items.iter().map(|item| item.words.as_slice()));
+    let mut read = Vec::with_capacity(decisions.len());
+    for &i in &decisions {
+        if cancel() {
+            return Err(Cancelled);
+        }
+        read.push(Decision::of(&items[i], &vocabulary, context));
+    }
+    let mut successors = Successors::new(items, &decisions);
+    let score =
+        |a: usize, b: usize| similarity(&items[decisions[a]].words, &items[decisions[b]].words);
+    let offer = |a: usize, b: usize, alike: bool, successors: &mut Successors| {
+        successors.offer(a, b, |older, newer| {
+            replaces(&read[older], &read[newer], score(a, b), alike)
+        });
+    };
+    if supersede > 0.0 {
+        let ids = numbered(&decisions, items, cancel)?;
+        join::candidate_pairs(&ids, supersede, cancel, |a, b, pair| {
+            let alike = pair.reaches().is_some();
+            offer(a, b, alike, &mut successors);
+        })?;
+    } else {
+        // At a threshold of 0 or below, decisions that share no word are alike too: every
+        // pair is, and no filter applies.
+        for a in 0..decisions.len() {
+            if cancel() {
+                return Err(Cancelled);
+            }
+            for b in a + 1..decisions.len() {
+                offer(a, b, score(a, b) >= supersede, &mut successors);
+            }
+        }
+    }
+    for (a, b) in other_candidates(&read, &successors.last_seen, cancel)? {
+        offer(a, b, false, &mut successors);
+    }
+    let chosen: Vec<Option<String>> = successors.chosen();
+    for (decision, successor) in decisions.into_iter().zip(chosen) {
+        items[decision].superseded_by = successor;
+    }
+    Ok(())
+}
+
+/// The decisions' words as numbers, for the join.
+fn numbered(
+    decisions: &[usize],
+    items: &[Item],
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<Vec<u32>>, Cancelled> {
+    let vocabulary = Vocabulary::new(decisions.iter().map(|&i| items[i].words.as_slice()));
+    let mut ids = Vec::with_capacity(decisions.len());
+    for &i in decisions {
+        if cancel() {
+            return Err(Cancelled);
+        }
+        ids.push(vocabulary.ids(&items[i].words));
+    }
+    Ok(ids)
+}
+
+/// The pairs of decisions (by number) that the rules but the similarity of words may find:
+/// those that share a word of what they are about or an acronym, and each decision announcing a
+/// change with the ones before it; each pair within [`WINDOW`] decisions of each other.
+fn other_candidates(
+    read: &[Decision],
+    last_seen: &[Timestamp],
+    cancel: &dyn Fn() -> bool,
+) -> Result<BTreeSet<(usize, usize)>, Cancelled> {
+    let mut order: Vec<usize> = (0..read.len()).collect();
+    order.sort_by_key(|&d| (last_seen[d], d));
+    let mut by_key: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut pairs = BTreeSet::new();
+    // Only the initials that are some decision's acronym can match one.
+    let acronyms: BTreeSet<&str> = read
+        .iter()
+        .flat_map(|d| d.acronyms.iter().map(String::as_str))
+        .collect();
+    for (position, &newer) in order.iter().enumerate() {
+        if cancel() {
+            return Err(Cancelled);
+        }
+        let decision = &read[newer];
+        if decision.changes {
+            let start = position.saturating_sub(WINDOW);
+            pairs.extend(order[start..position].iter().map(|&older| (older, newer)));
+        }
+        let initials = decision
+            .initials
+            .iter()
+            .filter(|i| acronyms.contains(i.as_str()));
+        let keys = decision
+            .about
+            .iter()
+            .chain(&decision.acronyms)
+            .chain(initials);
+        for key in keys {
+            let earlier = by_key.entry(key.as_str()).or_default();
+            let start = earlier.len().saturating_sub(WINDOW);
+            pairs.extend(earlier[start..].iter().map(|&older| (older, newer)));
+            earlier.push(newer);
+        }
+    }
+    pairs.retain(|(a, b)| a != b);
+    Ok(pairs)
+}
+
+/// `words` without those that announce a change or negate (`now`, `no`, `more`…): what is
+/// shared besides them says what the change is about.
+fn topical(words: &[String]) -> Vec<String> {
+    const ANNOUNCING: &[&str] = &[
+        "anymor", "gon", "instead", "longer", "mor", "mov", "never", "no", "not", "now", "replac",
+        "switch",
+    ];
+    words
+        .iter()
+        .filter(|w| !ANNOUNCING.contains(&w.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// What a decision is about: the content words before the first copula of its first clause
+/// (`the dev and test DB is now …` → dev, test, db), if it has one.
+fn subject(text: &str, context: &Context) -> BTreeSet<String> {
+    let clause = text
+        .split([';', ':', '—', ',', '(', '='])
+        .next()
+        .unwrap_or("");
+    let lowered = clause.to_lowercase();
+    let words: Vec<&str> = lowered.split_whitespace().collect();
+    let Some(copula) = words.iter().position(|w| COPULAS.contains(w)) else {
+        return BTreeSet::new();
+    };
+    super::similarity::analyse(&words[..copula].join(" "), context)
+        .words
+        .into_iter()
+        .filter(|w| !w.starts_with('`'))
+        .map(|w| {
+            SUBJECTS
+                .iter()
+                .find(|(form, _)| *form == w)
+                .map_or(w, |(_, one)| one.to_string())
+        })
+        .collect()
+}
+
+/// The acronyms of a text: words of three to six capitals (`MSRV`), lowercase.
+fn acronyms(text: &str) -> BTreeSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| (3..=6).contains(&w.len()) && w.bytes().all(|b| b.is_ascii_uppercase()))
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// The initials of each run of three to six content words of a text, lowercase
+/// (`minimum supported Rust version` → `msr`, `msrv`, `srv`…).
+fn initials(text: &str) -> BTreeSet<String> {
+    let letters: Vec<char> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| (w, w.to_lowercase()))
+        .filter(|(_, lower)| super::similarity::is_content_word(lower))
+        .filter_map(|(w, _)| w.chars().next())
+        .filter(char::is_ascii_alphabetic)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    let mut found = BTreeSet::new();
+    for length in 3..=6 {
+        for run in letters.windows(length) {
+            found.insert(run.iter().collect());
+        }
+    }
+    found
+}
+
+/// The successor of each decision so far (by number among the decisions): the strongest
+/// replacement, then the latest, then the one with the smallest id, with its score.
+struct Successors<'a> {
+    items: &'a [Item],
+    decisions: &'a [usize],
+    /// By decision: a large group of decisions makes many pairs, each of which reads these.
+    last_seen: Vec<Timestamp>,
+    best: Vec<Option<(f64, usize)>>,
+}
+
+impl<'a> Successors<'a> {
+    /// No successor yet for any of `decisions` (indices in `items`).
+    fn new(items: &'a [Item], decisions: &'a [usize]) -> Self {
+        Self {
+            items,
+            decisions,
+            last_seen: decisions.iter().map(|&i| items[i].last_seen).collect(),
+            best: vec![None; decisions.len()],
+        }
+    }
+
+    /// Takes decisions `a` and `b` into account: the later may succeed the earlier if `score`
+    /// (asked, with the older and the newer, only if one is later) says how strongly.
+    fn offer(&mut self, a: usize, b: usize, score: impl FnOnce(usize, usize) -> Option<f64>) {
+        let (older, newer) = match self.last_seen[a].cmp(&self.last_seen[b]) {
+            std::cmp::Ordering::Less => (a, b),
+            std::cmp::Ordering::Greater => (b, a),
+            std::cmp::Ordering::Equal => return,
+        };
+        let Some(score) = score(older, newer) else {
+            return;
+        };
+        let better = self.best[older].is_none_or(|(best, current)| {
+            score
+                .total_cmp(&best)
+                .then(self.last_seen[newer].cmp(&self.last_seen[current]))
+                .then_with(|| self.id(current).cmp(self.id(newer)))
+                .is_gt()
+        });
+        if better {
+            self.best[older] = Some((score, newer));
+        }
+    }
+
+    /// The id of decision `decision`.
+    fn id(&self, decision: usize) -> &'a str {
+        &self.items[self.decisions[decision]].id
+    }
+
+    /// Each decision's successor, by id.
+    fn chosen(&self) -> Vec<Option<String>> {
+        self.best
+            .iter()
+            .map(|best| best.map(|(_, newer)| self.id(newer).to_string()))
+            .collect()
+    }
+}
+
+/// Every decision's successor by comparing each with every later one: the reference the
+/// windowed search must match (in tests, on logs smaller than the window).
+#[cfg(test)]
+pub(super) fn naive(items: &[Item], supersede: f64, context: &Context) -> Vec<Option<String>> {
+    let decisions: Vec<usize> = (0..items.len())
+        .filter(|&i| items[i].kind == Kind::Decision)
+        .collect();
+    let vocabulary = Vocabulary::new(items.iter().map(|item| item.words.as_slice()));
+    let read: Vec<Decision> = decisions
+        .iter()
+        .map(|&i| Decision::of(&items[i], &vocabulary, context))
+        .collect();
+    let mut successors = Successors::new(items, &decisions);
+    for a in 0..decisions.len() {
+        for b in a + 1..decisions.len() {
+            let score = similarity(&items[decisions[a]].words, &items[decisions[b]].words);
+            successors.offer(a, b, |older, newer| {
+                replaces(&read[older], &read[newer], score, score >= supersede)
+            });
+        }
+    }
+    successors.chosen()
+}
