@@ -19,6 +19,7 @@
 
 pub mod document;
 pub mod graduation;
+pub mod hygiene;
 pub mod items;
 pub mod join;
 pub mod log;
@@ -339,14 +340,14 @@ pub fn curate(
     );
     check()?;
 
-    // Graduation, and this mission's failure modes in the ledger.
+    // Graduation, and this mission's failure modes and lessons in the ledger.
     let (eligible, ledger) = eligible_and_ledger(snapshot, &items, &place);
-    let recurrence = Recurrence::new(&ledger, params.similarity);
+    let recurrence = Recurrence::new(&ledger, params.similarity, &snapshot.mission, &context);
     let graduations = graduation::graduate(
         &eligible,
         &snapshot.identities,
         &recurrence,
-        &snapshot.mission,
+        &context,
         params,
         cancel,
     )?;
@@ -374,13 +375,7 @@ pub fn curate(
 
     let old_places = old_places(&summary_doc, &memory_doc);
     // Large, and dropped at once if the pass is given up below.
-    let items_report = Background::new(report::items(
-        &items,
-        &place,
-        &recurrence,
-        &snapshot.mission,
-        cancel,
-    )?);
+    let items_report = Background::new(report::items(&items, &place, &recurrence, cancel)?);
     let changes = report::changes(
         &items,
         &place,
@@ -412,7 +407,7 @@ pub fn curate(
 }
 
 /// The items that may graduate (lessons and things to avoid the user did not dismiss), and the
-/// cross-mission ledger with this mission's failure modes among them.
+/// cross-mission ledger with this mission's failure modes and lessons among them.
 fn eligible_and_ledger<'i>(
     snapshot: &Snapshot,
     items: &'i [Item],

@@ -1,16 +1,20 @@
 //! Graduation: mission memory that earned a place in `identity/<role>.md` (L4), which every later
 //! mission's prompts of that role carry. The files are append-only; a line is never graduated
 //! twice (nor when the file already says the same, in the user's words or another mission's),
-//! and each graduated line says why it graduated:
-//! - a TRICK reported by enough distinct workers (a role on a feature; see
-//!   [`Evidence::worker`](super::items::Evidence::worker));
-//! - a failure mode (FAIL or AVOID) seen in enough missions, counted in the cross-mission ledger
-//!   (`identity/ledger.json`), where each mission keeps the list of its failure modes under its
-//!   mission id;
-//! - a convention (LESSON, AVOID or FAIL) recorded again and again within the mission: every
-//!   time after the first, an agent had forgotten it.
+//! and each graduated line says why it graduated. Knowledge graduates when it is confirmed:
+//! - reported on `graduate_trick_workers` distinct features, a TRICK among its entries (a
+//!   feature's worker and validator count once: they looked at the same thing; a worker's
+//!   attempts on its own feature count once: each reads its predecessor's notes);
+//! - recorded on `graduate_convention_times` distinct features: a convention that agent after
+//!   agent had forgotten;
+//! - seen in `graduate_failure_missions` missions, counted in the cross-mission ledger
+//!   (`identity/ledger.json`), where each mission keeps its failure modes and lessons under its
+//!   mission id (a mission whose entries are another's, under a new id, is not another);
+//!
+//! and only when it is general and has a wording that names nothing of one mission
+//! ([hygiene](super::hygiene)).
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -21,45 +25,63 @@ use crate::spec::role::Role;
 use crate::state::memory::{strip_comments, Tag};
 
 use super::document::marker_ids;
+use super::hygiene::{self, Needed, Said};
 use super::items::{Item, Kind};
 use super::join::{Index, Vocabulary};
-use super::similarity::words;
+use super::similarity::{analyse, similarity, Context};
 use super::{Cancelled, Params};
 
-/// The most failure modes one mission keeps in the ledger (the most seen first).
+/// The most failure modes, and the most lessons, one mission keeps in the ledger (the most seen
+/// first).
 pub const LEDGER_FAILURES_PER_MISSION: usize = 100;
+/// The most wordings of an item the ledger keeps besides its text.
+pub const LEDGER_WORDINGS: usize = 3;
+
+/// The most ids of other missions' items a graduated line names besides its own.
+pub const MARKED_ALSO: usize = 8;
+
+/// The weighted similarity at which a line of an identity file says what an item says: said
+/// again, not merely on the same subject (`cargo fmt` and `ruff format` before committing are
+/// two lines).
+pub const KNOWN_SIMILARITY: f64 = 0.6;
 
 /// The cross-mission ledger, `identity/ledger.json`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Ledger {
-    /// Each mission's failure modes, by mission id.
+    /// Each mission's items, by mission id.
     #[serde(default)]
-    pub missions: BTreeMap<String, MissionFailures>,
+    pub missions: BTreeMap<String, MissionItems>,
 }
 
 /// What one mission recorded in the ledger.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct MissionFailures {
-    /// The project directory, for people reading the ledger.
+pub struct MissionItems {
+    /// The project directory (its name is specific to the mission).
     #[serde(default)]
     pub project: String,
-    /// Its failure modes.
+    /// Its failure modes (AVOID, FAIL).
     #[serde(default)]
-    pub failures: Vec<Failure>,
+    pub failures: Vec<LedgerItem>,
+    /// Its lessons (TRICK, LESSON).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lessons: Vec<LedgerItem>,
 }
 
-/// A failure mode of one mission.
+/// An item of one mission, as the ledger keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Failure {
-    /// The item's id in that mission.
+pub struct LedgerItem {
+    /// The item's id in that mission (the id of its first entry).
     pub id: String,
     /// The role that reported it most.
     pub role: Role,
     /// What it says.
     pub text: String,
+    /// Other wordings of it, the most frequent first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wordings: Vec<String>,
     /// Times seen in that mission.
     pub seen: usize,
     /// First seen.
@@ -87,39 +109,31 @@ impl Ledger {
         text
     }
 
-    /// The ledger with `mission`'s entry made of its failure items (the others untouched).
+    /// The ledger with `mission`'s entry made of its items (the others untouched).
     pub fn with_mission(&self, mission: &str, project: &str, items: &[&Item]) -> Ledger {
-        let mut failures: Vec<&Item> = items
-            .iter()
-            .copied()
-            .filter(|item| item.kind == Kind::Avoid)
-            .collect();
-        failures.sort_by(|a, b| {
-            b.seen
-                .cmp(&a.seen)
-                .then(b.last_seen.cmp(&a.last_seen))
-                .then(a.id.cmp(&b.id))
-        });
-        failures.truncate(LEDGER_FAILURES_PER_MISSION);
+        let kept = |kind: Kind| {
+            let mut of_kind: Vec<&Item> =
+                items.iter().copied().filter(|i| i.kind == kind).collect();
+            of_kind.sort_by(|a, b| {
+                b.seen
+                    .cmp(&a.seen)
+                    .then(b.last_seen.cmp(&a.last_seen))
+                    .then(a.id.cmp(&b.id))
+            });
+            of_kind.truncate(LEDGER_FAILURES_PER_MISSION);
+            of_kind.into_iter().map(ledger_item).collect::<Vec<_>>()
+        };
+        let (failures, lessons) = (kept(Kind::Avoid), kept(Kind::Lesson));
         let mut ledger = self.clone();
-        if failures.is_empty() {
+        if failures.is_empty() && lessons.is_empty() {
             ledger.missions.remove(mission);
         } else {
             ledger.missions.insert(
                 mission.to_string(),
-                MissionFailures {
+                MissionItems {
                     project: project.to_string(),
-                    failures: failures
-                        .into_iter()
-                        .map(|item| Failure {
-                            id: item.id.clone(),
-                            role: item.role,
-                            text: item.text.clone(),
-                            seen: item.seen,
-                            first_seen: item.first_seen,
-                            last_seen: item.last_seen,
-                        })
-                        .collect(),
+                    failures,
+                    lessons,
                 },
             );
         }
@@ -127,52 +141,153 @@ impl Ledger {
     }
 }
 
-/// The ledger's failure modes indexed by their words: in which missions a failure like a given
-/// one was seen, without comparing it with every failure of every mission.
+/// `item` as the ledger keeps it.
+fn ledger_item(item: &Item) -> LedgerItem {
+    LedgerItem {
+        id: item.id.clone(),
+        role: item.role,
+        text: item.text.clone(),
+        wordings: hygiene::wordings(item)
+            .into_iter()
+            .map(|(text, ..)| text)
+            .filter(|text| *text != item.text)
+            .take(LEDGER_WORDINGS)
+            .map(str::to_string)
+            .collect(),
+        seen: item.seen,
+        first_seen: item.first_seen,
+        last_seen: item.last_seen,
+    }
+}
+
+/// One item of another mission in the ledger, as the matching needs it.
+#[derive(Debug, Clone)]
+struct Recorded {
+    mission: String,
+    id: String,
+    texts: Vec<String>,
+    /// Its mission's context (its project's name).
+    context: usize,
+}
+
+/// The ledger's items indexed by the words of each of their wordings: in which missions an
+/// item like a given one was seen (a wording of one like a wording of the other), without
+/// comparing it with every item of every mission.
 #[derive(Debug, Clone)]
 pub struct Recurrence {
     vocabulary: Vocabulary,
-    failures: Index,
-    /// The mission of each failure of the index, in its order.
-    missions: Vec<String>,
+    index: Index,
+    /// The item of each wording in the index, in its order.
+    of_wording: Vec<usize>,
+    recorded: Vec<Recorded>,
+    contexts: Vec<Context>,
+    /// This mission, and what is specific in it.
+    mission: String,
+    context: Context,
 }
 
+/// How many wordings of an item of this mission are looked up in the ledger (the most frequent).
+const LOOKED_UP: usize = 4;
+
 impl Recurrence {
-    /// The failures of `ledger`, alike when their similarity reaches `threshold`.
-    pub fn new(ledger: &Ledger, threshold: f64) -> Self {
-        let failures: Vec<(&str, Vec<String>)> = ledger
-            .missions
-            .iter()
-            .flat_map(|(id, entry)| {
-                entry
-                    .failures
-                    .iter()
-                    .map(move |failure| (id.as_str(), words(&failure.text)))
-            })
-            .collect();
-        let vocabulary = Vocabulary::new(failures.iter().map(|(_, words)| words.as_slice()));
+    /// The items of `ledger`, alike when the weighted similarity of a wording of each reaches
+    /// `threshold`, for the items of `mission` (read in `context`).
+    pub fn new(ledger: &Ledger, threshold: f64, mission: &str, context: &Context) -> Self {
+        let mut recorded = Vec::new();
+        let mut contexts = Vec::new();
+        for (id, entry) in &ledger.missions {
+            contexts.push(Context::new(&entry.project, []));
+            for item in entry.failures.iter().chain(&entry.lessons) {
+                recorded.push(Recorded {
+                    mission: id.clone(),
+                    id: item.id.clone(),
+                    texts: std::iter::once(&item.text)
+                        .chain(&item.wordings)
+                        .cloned()
+                        .collect(),
+                    context: contexts.len() - 1,
+                });
+            }
+        }
+        let mut of_wording = Vec::new();
+        let mut words = Vec::new();
+        for (number, r) in recorded.iter().enumerate() {
+            for text in &r.texts {
+                of_wording.push(number);
+                words.push(analyse(text, &contexts[r.context]).words);
+            }
+        }
+        let vocabulary = Vocabulary::new(words.iter().map(Vec::as_slice));
         let mut index = Index::new(threshold);
-        for (_, words) in &failures {
-            index.insert(vocabulary.ids(words));
+        for set in &words {
+            index.insert(vocabulary.weighted_ids(set));
         }
         Self {
             vocabulary,
-            failures: index,
-            missions: failures.iter().map(|(id, _)| id.to_string()).collect(),
+            index,
+            of_wording,
+            recorded,
+            contexts,
+            mission: mission.to_string(),
+            context: context.clone(),
         }
     }
 
-    /// The missions in which failure `item` of `mission` was seen: that one, and every other
-    /// whose ledger entry has a failure saying the same thing. Sorted.
-    pub fn missions_of(&self, mission: &str, item: &Item) -> Vec<String> {
-        let mut found: BTreeSet<&str> = self
-            .failures
-            .similar(&self.vocabulary.ids(&item.words))
+    /// The ledger's items of other missions like `item` (of this mission), but those with the
+    /// same first entry (the same mission under another id).
+    fn matches(&self, item: &Item) -> Vec<&Recorded> {
+        let own: HashSet<&str> = item.entry_ids().collect();
+        let mut found: BTreeSet<usize> = BTreeSet::new();
+        for (text, ..) in hygiene::wordings(item).into_iter().take(LOOKED_UP) {
+            let words = analyse(text, &self.context).words;
+            found.extend(
+                self.index
+                    .similar(&self.vocabulary.weighted_ids(&words))
+                    .into_iter()
+                    .map(|wording| self.of_wording[wording]),
+            );
+        }
+        found
             .into_iter()
-            .map(|failure| self.missions[failure].as_str())
+            .map(|number| &self.recorded[number])
+            .filter(|r| r.mission != self.mission && !own.contains(r.id.as_str()))
+            .collect()
+    }
+
+    /// The missions in which `item` of this mission was seen: this one, and every other whose
+    /// ledger entry has an item saying the same thing. Sorted.
+    pub fn missions_of(&self, item: &Item) -> Vec<String> {
+        let mut found: BTreeSet<&str> = self
+            .matches(item)
+            .iter()
+            .map(|r| r.mission.as_str())
             .collect();
-        found.insert(mission);
+        found.insert(&self.mission);
         found.into_iter().map(str::to_string).collect()
+    }
+
+    /// The ids of the items of other missions that say what `item` says.
+    fn same_as(&self, item: &Item) -> Vec<&str> {
+        self.matches(item)
+            .into_iter()
+            .map(|r| r.id.as_str())
+            .collect()
+    }
+
+    /// The other missions' wordings of `item`.
+    fn others(&self, item: &Item) -> Vec<Said<'_>> {
+        self.matches(item)
+            .into_iter()
+            .flat_map(|r| {
+                r.texts.iter().map(move |text| Said {
+                    text,
+                    mission: &r.mission,
+                    context: &self.contexts[r.context],
+                    feature: None,
+                    tag: None,
+                })
+            })
+            .collect()
     }
 }
 
@@ -180,11 +295,11 @@ impl Recurrence {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Rule {
-    /// A TRICK reported by enough distinct workers.
+    /// A TRICK reported on enough distinct features.
     Trick,
-    /// A failure mode seen in enough missions.
+    /// Seen in enough missions.
     Failure,
-    /// A convention forgotten again and again.
+    /// A convention forgotten on feature after feature.
     Convention,
 }
 
@@ -206,30 +321,62 @@ pub struct Graduation {
 /// The identity files as they are: each role's text, `None` when it has no file.
 pub type Identities = Vec<(Role, Option<String>)>;
 
-/// What an identity file already says: the item ids in its markers, and its lines by their words.
+/// What an identity file already says: the item ids in its markers (with the words of their
+/// line, numbered), and its lines by their words.
 struct Known {
-    ids: HashSet<String>,
+    ids: HashMap<String, Vec<u32>>,
     lines: Index,
 }
 
 impl Known {
-    /// What `text` says, its lines (see [`line_words`]) numbered by `vocabulary`.
+    /// What `text` says, its lines (see [`said_words`]) numbered by `vocabulary`.
     fn of(text: Option<&str>, vocabulary: &Vocabulary, threshold: f64) -> Self {
         let text = text.unwrap_or("");
-        let mut lines = Index::new(threshold);
-        for words in line_words(text) {
-            lines.insert(vocabulary.ids(&words));
+        let mut known = Self {
+            ids: HashMap::new(),
+            lines: Index::new(threshold),
+        };
+        for whole in text.lines() {
+            let shown = strip_comments(whole);
+            let shown = shown.trim();
+            if shown.is_empty() || shown.starts_with('#') {
+                continue;
+            }
+            let ids = marker_ids(whole);
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            known.add(&ids, vocabulary.weighted_ids(&said_words(shown)));
         }
-        Self {
-            ids: text.lines().flat_map(marker_ids).collect(),
-            lines,
-        }
+        known
     }
 
-    /// Whether it names `item` or has a line like it (`words`: the item's, numbered).
-    fn says(&self, item: &Item, words: &[u32]) -> bool {
-        item.entry_ids().any(|id| self.ids.contains(id)) || !self.lines.similar(words).is_empty()
+    /// Whether it names `item`; or an item of another mission that says the same (`same`: their
+    /// ids) in a line that the wording (`numbered[1]`) says again; or has a line like
+    /// `numbered` (the item's words and the wording's, numbered).
+    fn says(&self, item: &Item, same: &[&str], numbered: &[Vec<u32>; 2]) -> bool {
+        item.entry_ids().any(|id| self.ids.contains_key(id))
+            || same.iter().any(|id| {
+                self.ids
+                    .get(*id)
+                    .is_some_and(|line| similarity(line, &numbered[1]) >= 0.45)
+            })
+            || numbered.iter().any(|w| !self.lines.similar(w).is_empty())
     }
+
+    /// Takes a line into account: the ids it names and its words, numbered.
+    fn add(&mut self, ids: &[&str], numbered: Vec<u32>) {
+        for id in ids {
+            self.ids.insert(id.to_string(), numbered.clone());
+        }
+        self.lines.insert(numbered);
+    }
+}
+
+/// The words of what a line of an identity file says (without the reason a graduated line
+/// gives).
+fn said_words(line: &str) -> Vec<String> {
+    let line = strip_comments(line);
+    let line = line.split(" (graduated ").next().unwrap_or(&line);
+    analyse(line, &Context::default()).words
 }
 
 /// The words of each line of an identity file that says something: neither a heading nor a
@@ -239,19 +386,19 @@ fn line_words(text: &str) -> Vec<Vec<String>> {
         .lines()
         .map(str::trim)
         .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .map(|line| words(line.split(" (graduated ").next().unwrap_or(line)))
+        .map(said_words)
         .filter(|words| !words.is_empty())
         .collect()
 }
 
-/// The lines to graduate from `items` (those eligible), given the identity files, the ledger's
-/// failures (with this mission's) and the parameters. Deterministic: by role, then item.
-/// `cancel` is asked at every item.
+/// The lines to graduate from `items` (those eligible, of this mission, read in `context`),
+/// given the identity files, the ledger's items (with this mission's) and the parameters.
+/// Deterministic: by role, then item. `cancel` is asked at every item.
 pub fn graduate(
     items: &[&Item],
     identities: &Identities,
     recurrence: &Recurrence,
-    mission: &str,
+    context: &Context,
     params: &Params,
     cancel: &dyn Fn() -> bool,
 ) -> Result<Vec<Graduation>, Cancelled> {
@@ -268,7 +415,7 @@ pub fn graduate(
     let mut known: BTreeMap<&str, Known> = identities
         .iter()
         .map(|(role, text)| {
-            let known = Known::of(text.as_deref(), &vocabulary, params.similarity);
+            let known = Known::of(text.as_deref(), &vocabulary, KNOWN_SIMILARITY);
             (role.as_str(), known)
         })
         .collect();
@@ -279,24 +426,39 @@ pub fn graduate(
         if cancel() {
             return Err(Cancelled);
         }
-        let Some((rule, reason)) = rule_met(item, recurrence, mission, params) else {
+        let Some((rule, reason, wording)) = earned(item, recurrence, context, params) else {
             continue;
         };
         let file = known
             .entry(item.role.as_str())
-            .or_insert_with(|| Known::of(None, &vocabulary, params.similarity));
-        let words = vocabulary.ids(&item.words);
-        if file.says(item, &words) {
+            .or_insert_with(|| Known::of(None, &vocabulary, KNOWN_SIMILARITY));
+        let numbered = [
+            vocabulary.weighted_ids(&item.words),
+            vocabulary.weighted_ids(&analyse(&wording, context).words),
+        ];
+        if file.says(item, &recurrence.same_as(item), &numbered) {
             continue;
         }
+        // The line names the items of other missions that say the same too: a later mission
+        // that matches any of them knows it graduated.
+        let mut same: Vec<&str> = recurrence.same_as(item);
+        same.sort_unstable();
+        same.dedup();
+        same.retain(|id| *id != item.id);
+        same.truncate(MARKED_ALSO);
+        let markers: String = std::iter::once(item.id.as_str())
+            .chain(same.iter().copied())
+            .map(|id| format!("c:{id}"))
+            .collect::<Vec<_>>()
+            .join(" ");
         let line = format!(
-            "- {} (graduated {} from mission {mission}: {reason}) <!-- c:{} -->",
-            item.text,
+            "- {wording} (graduated {} from mission {}: {reason}) <!-- {markers} -->",
             item.last_seen.format("%Y-%m-%d"),
-            item.id
+            recurrence.mission,
         );
-        file.ids.insert(item.id.clone());
-        file.lines.insert(words);
+        let ids: Vec<&str> = std::iter::once(item.id.as_str()).chain(same).collect();
+        let [_, numbered] = numbered;
+        file.add(&ids, numbered);
         graduated.push(Graduation {
             id: item.id.clone(),
             role: item.role,
@@ -309,48 +471,96 @@ pub fn graduate(
     Ok(graduated)
 }
 
-/// The first graduation rule `item` meets, with the reason in words.
-fn rule_met(
+/// The graduation `item` earned, if any: the first rule it meets in a wording that is general
+/// and said again as the rule asks, the reason in words, and the wording.
+fn earned(
     item: &Item,
     recurrence: &Recurrence,
-    mission: &str,
+    context: &Context,
     params: &Params,
-) -> Option<(Rule, String)> {
-    if item.tag == Tag::Trick && item.workers.len() >= params.graduate_trick_workers {
-        return Some((
-            Rule::Trick,
-            format!(
-                "TRICK reported by {} distinct workers: {}",
-                item.workers.len(),
-                list(&item.workers, 5, " more")
-            ),
-        ));
+) -> Option<(Rule, String, String)> {
+    let wordings = hygiene::wordings(item);
+    if wordings
+        .iter()
+        .any(|(text, ..)| hygiene::validator_rule(text))
+        || hygiene::about_features(item, context)
+    {
+        return None;
     }
-    if item.kind == Kind::Avoid {
-        let missions = recurrence.missions_of(mission, item);
-        if missions.len() >= params.graduate_failure_missions {
-            return Some((
-                Rule::Failure,
-                format!(
-                    "failure mode seen in {} missions: {}",
-                    missions.len(),
-                    list(&missions, 5, " more")
-                ),
-            ));
+    let own: Vec<Said> = wordings
+        .into_iter()
+        .map(|(text, feature, tag)| Said {
+            text,
+            mission: &recurrence.mission,
+            context,
+            feature,
+            tag: Some(tag),
+        })
+        .collect();
+    let others = recurrence.others(item);
+    let wording = |needed| hygiene::general_wording(&own, &others, needed);
+    let sources = independent(item);
+    let trick = item.evidence.iter().any(|e| e.tag == Tag::Trick);
+    if trick && sources.len() >= params.graduate_trick_workers {
+        let needed = Needed::Features {
+            count: params.graduate_trick_workers,
+            trick: true,
+        };
+        if let Some(wording) = wording(needed) {
+            let reason = format!(
+                "TRICK reported by {} distinct workers: {}",
+                sources.len(),
+                list(&sources, 5, " more")
+            );
+            return Some((Rule::Trick, reason, wording));
         }
     }
-    if item.tag != Tag::Trick && item.seen >= params.graduate_convention_times {
-        return Some((
-            Rule::Convention,
-            format!(
-                "{} recorded {} times, forgotten in between (by {})",
+    let missions = recurrence.missions_of(item);
+    if missions.len() >= params.graduate_failure_missions {
+        if let Some(wording) = wording(Needed::Missions(params.graduate_failure_missions)) {
+            let what = if item.kind == Kind::Avoid {
+                "failure mode"
+            } else {
+                "lesson"
+            };
+            let reason = format!(
+                "{what} seen in {} missions: {}",
+                missions.len(),
+                list(&missions, 5, " more")
+            );
+            return Some((Rule::Failure, reason, wording));
+        }
+    }
+    if sources.len() >= params.graduate_convention_times {
+        let needed = Needed::Features {
+            count: params.graduate_convention_times,
+            trick: false,
+        };
+        if let Some(wording) = wording(needed) {
+            let reason = format!(
+                "{} recorded on {} features, forgotten in between (by {})",
                 item.tag.as_str(),
-                item.seen,
-                list(&item.workers, 5, " more")
-            ),
-        ));
+                sources.len(),
+                list(&sources, 5, " more")
+            );
+            return Some((Rule::Convention, reason, wording));
+        }
     }
     None
+}
+
+/// The distinct features `item` was reported on (an entry without a feature counts by its
+/// role), sorted.
+fn independent(item: &Item) -> Vec<String> {
+    let sources: BTreeSet<String> = item
+        .evidence
+        .iter()
+        .map(|e| match &e.feature {
+            Some(feature) => feature.to_string(),
+            None => e.role.to_string(),
+        })
+        .collect();
+    sources.into_iter().collect()
 }
 
 /// `a, b, c +2<more>`: the first `most` values, and how many are left out.
@@ -412,8 +622,9 @@ mod tests {
         let refs: Vec<&Item> = items.iter().collect();
         let params = Params::default();
         let identities: Identities = vec![(Role::Worker, None)];
-        let none = Recurrence::new(&Ledger::default(), params.similarity);
-        let done = graduate(&refs, &identities, &none, "m-1", &params, &|| false).unwrap();
+        let context = Context::default();
+        let none = Recurrence::new(&Ledger::default(), params.similarity, "m-1", &context);
+        let done = graduate(&refs, &identities, &none, &context, &params, &|| false).unwrap();
         assert_eq!(done.len(), 1, "{done:?}");
         assert_eq!(done[0].rule, Rule::Trick);
         assert!(done[0]
@@ -428,7 +639,7 @@ mod tests {
             Some("# Identity: worker\n- Run cargo test -q to keep output short.\n".into()),
         )];
         assert!(
-            graduate(&refs, &identities, &none, "m-1", &params, &|| false)
+            graduate(&refs, &identities, &none, &context, &params, &|| false)
                 .unwrap()
                 .is_empty()
         );
@@ -447,8 +658,9 @@ mod tests {
         let refs: Vec<&Item> = second.iter().collect();
         let ledger = ledger.with_mission("m-2", "/b", &refs);
         assert_eq!(ledger.missions.len(), 2);
-        let recurrence = Recurrence::new(&ledger, params.similarity);
-        let done = graduate(&refs, &vec![], &recurrence, "m-2", &params, &|| false).unwrap();
+        let context = Context::default();
+        let recurrence = Recurrence::new(&ledger, params.similarity, "m-2", &context);
+        let done = graduate(&refs, &vec![], &recurrence, &context, &params, &|| false).unwrap();
         assert_eq!(done.len(), 1);
         assert_eq!(done[0].rule, Rule::Failure);
         assert!(
@@ -457,10 +669,12 @@ mod tests {
             done[0].reason
         );
         let alone = Ledger::default().with_mission("m-2", "/b", &refs);
-        let alone = Recurrence::new(&alone, params.similarity);
-        assert!(graduate(&refs, &vec![], &alone, "m-2", &params, &|| false)
-            .unwrap()
-            .is_empty());
+        let alone = Recurrence::new(&alone, params.similarity, "m-2", &context);
+        assert!(
+            graduate(&refs, &vec![], &alone, &context, &params, &|| false)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

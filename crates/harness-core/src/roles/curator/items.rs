@@ -24,7 +24,7 @@ use crate::state::memory::Tag;
 
 use super::join::{self, Vocabulary};
 use super::log::Line;
-use super::similarity::{analyse, generalise, Context};
+use super::similarity::{analyse, generalise, similarity, Context};
 use super::supersede;
 use super::{Background, Cancelled};
 
@@ -240,19 +240,7 @@ fn item(decision: bool, mut evidence: Vec<Evidence>, context: &Context) -> Item 
     let wording = if decision {
         last.text.clone()
     } else {
-        // The wording said most often; among equals, the earliest.
-        let mut counts: BTreeMap<&str, (usize, Timestamp)> = BTreeMap::new();
-        for e in &evidence {
-            let slot = counts.entry(&e.text).or_insert((0, e.time));
-            slot.0 += 1;
-        }
-        counts
-            .into_iter()
-            .max_by(|(a_text, (a_n, a_t)), (b_text, (b_n, b_t))| {
-                a_n.cmp(b_n).then(b_t.cmp(a_t)).then(b_text.cmp(a_text))
-            })
-            .map(|(text, _)| text.to_string())
-            .unwrap_or_default()
+        central_wording(&evidence, context)
     };
     let tag = most_frequent(evidence.iter().map(|e| e.tag), |tag| tag as usize);
     let kind = if decision {
@@ -302,6 +290,47 @@ fn item(decision: bool, mut evidence: Vec<Evidence>, context: &Context) -> Item 
         superseded_by: None,
         evidence,
     }
+}
+
+/// How many of an item's most frequent wordings the central one is chosen from.
+const CENTRAL_AMONG: usize = 16;
+
+/// The wording that says best what all the entries say: among the [`CENTRAL_AMONG`] said most
+/// often, the one most like them all (each counted as often as it was said, itself included);
+/// among equals, the one said most often, then the earliest. Entries grouped through a third
+/// one are shown in the wording of the many, not of the one.
+fn central_wording(evidence: &[Evidence], context: &Context) -> String {
+    let mut counts: BTreeMap<&str, (usize, Timestamp)> = BTreeMap::new();
+    for e in evidence {
+        let slot = counts.entry(&e.text).or_insert((0, e.time));
+        slot.0 += 1;
+    }
+    let mut ranked: Vec<(&str, usize, Timestamp)> = counts
+        .into_iter()
+        .map(|(text, (n, t))| (text, n, t))
+        .collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)).then(a.0.cmp(b.0)));
+    ranked.truncate(CENTRAL_AMONG);
+    if ranked.len() == 1 {
+        return ranked[0].0.to_string();
+    }
+    let words: Vec<Vec<String>> = ranked
+        .iter()
+        .map(|(text, ..)| analyse(text, context).words)
+        .collect();
+    let mut best = (f64::MIN, 0);
+    for (index, own) in words.iter().enumerate() {
+        let score: f64 = words
+            .iter()
+            .zip(&ranked)
+            .map(|(other, (_, n, _))| *n as f64 * similarity(own, other))
+            .sum();
+        // Ranked said most often, then earliest: the first of equals is kept.
+        if score > best.0 + 1e-9 {
+            best = (score, index);
+        }
+    }
+    ranked[best.1].0.to_string()
 }
 
 /// The value seen most often; among equals, the one with the lowest `rank`.

@@ -281,7 +281,6 @@ pub(super) fn items(
     items: &[Item],
     place: &BTreeMap<&str, Place>,
     recurrence: &Recurrence,
-    mission: &str,
     cancel: &dyn Fn() -> bool,
 ) -> Result<Vec<ItemReport>, Cancelled> {
     let mut reports = Vec::with_capacity(items.len());
@@ -296,10 +295,10 @@ pub(super) fn items(
             seen: item.seen,
             workers: item.workers.clone(),
             features: item.features.clone(),
-            missions: if item.kind == Kind::Avoid {
-                recurrence.missions_of(mission, item).len()
-            } else {
+            missions: if item.kind == Kind::Decision {
                 1
+            } else {
+                recurrence.missions_of(item).len()
             },
             first_seen: item.first_seen,
             last_seen: item.last_seen,

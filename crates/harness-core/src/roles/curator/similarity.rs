@@ -21,17 +21,19 @@ use std::collections::{BTreeSet, HashSet};
 /// Words that carry no subject: dropped before comparing. Negations are kept: `do not X` and `X`
 /// must not look alike. Sorted, for a binary search.
 const STOPWORDS: &[&str] = &[
-    "a", "about", "above", "after", "again", "all", "also", "always", "am", "an", "and", "any",
-    "are", "as", "at", "be", "because", "been", "before", "being", "both", "but", "by", "can",
-    "could", "did", "do", "does", "doing", "done", "during", "each", "eg", "else", "etc", "every",
+    "a", "about", "above", "across", "after", "again", "against", "all", "along", "also",
+    "although", "always", "am", "among", "an", "and", "any", "are", "as", "at", "be", "because",
+    "been", "before", "being", "between", "beyond", "both", "but", "by", "can", "could", "despite",
+    "did", "do", "does", "doing", "done", "during", "each", "eg", "else", "etc", "every", "except",
     "for", "from", "get", "gets", "got", "had", "has", "have", "having", "he", "her", "here",
     "him", "his", "how", "i", "ie", "if", "in", "instead", "into", "is", "it", "its", "just",
     "let", "make", "makes", "me", "more", "most", "must", "my", "need", "needs", "of", "on",
-    "once", "only", "or", "other", "our", "out", "over", "own", "same", "she", "should", "so",
-    "some", "such", "sure", "than", "that", "the", "their", "them", "then", "there", "these",
-    "they", "this", "those", "through", "to", "too", "up", "us", "use", "used", "uses", "using",
-    "very", "via", "was", "we", "were", "what", "when", "where", "which", "while", "who", "why",
-    "will", "with", "would", "you", "your",
+    "once", "only", "or", "other", "our", "out", "over", "own", "per", "same", "she", "should",
+    "since", "so", "some", "such", "sure", "than", "that", "the", "their", "them", "then", "there",
+    "these", "they", "this", "those", "though", "through", "to", "too", "toward", "towards",
+    "unless", "unlike", "until", "up", "upon", "us", "use", "used", "uses", "using", "very", "via",
+    "was", "we", "were", "what", "when", "where", "whether", "which", "while", "who", "why",
+    "will", "with", "within", "would", "you", "your",
 ];
 
 /// What a specific token names.
@@ -191,6 +193,7 @@ fn read(text: &str, context: &Context, identifiers: bool) -> Analysis {
     if lowered.contains("n't") {
         lowered = lowered.replace("n't", " not");
     }
+    let lowered = join_digit_groups(lowered);
     let mut analysis = Analysis::default();
     let add = |run: &str, words: &mut Vec<String>| {
         if run.is_empty() || STOPWORDS.binary_search(&run).is_ok() {
@@ -227,11 +230,19 @@ fn read(text: &str, context: &Context, identifiers: bool) -> Analysis {
                 continue;
             }
         }
+        if specific == Some(Specific::Email) {
+            // An address is one thing: two addresses of one domain are not alike.
+            analysis.words.push(token.to_string());
+            continue;
+        }
         let compared = match specific {
             Some(Specific::Path | Specific::Url | Specific::HostPort) => last_components(token),
             _ => token,
         };
-        if compared.starts_with('-') && compared.len() > 1 && specific.is_none() {
+        if compared.starts_with('-')
+            && compared.bytes().any(|b| b.is_ascii_alphanumeric())
+            && specific.is_none()
+        {
             let flag = compared.split('=').next().unwrap_or(compared);
             analysis.words.push(format!("`{flag}"));
         }
@@ -240,16 +251,45 @@ fn read(text: &str, context: &Context, identifiers: bool) -> Analysis {
         }
     }
     if identifiers {
+        // The atoms of code (`assert_cmd::Command::cargo_bin(…)` → `assert_cmd`, `cargo_bin`).
         analysis.identifiers = text
-            .split_whitespace()
-            .map(trim)
-            .filter(|token| is_identifier(token))
+            .split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '-')))
+            .map(|atom| atom.trim_matches(['.', '-']))
+            .filter(|atom| is_identifier(atom))
             .map(str::to_lowercase)
             .collect();
     }
     analysis.words.sort();
     analysis.words.dedup();
     analysis
+}
+
+/// `text` with groups of three digits or more separated by single spaces joined
+/// (`4242 4242 4242 4242` is the number `4242424242424242`).
+fn join_digit_groups(text: String) -> String {
+    let group = |w: &str| {
+        let w = w.trim_end_matches([',', ';', '.', ')']);
+        w.len() >= 3 && w.bytes().all(|b| b.is_ascii_digit())
+    };
+    if !text
+        .split(' ')
+        .collect::<Vec<_>>()
+        .windows(2)
+        .any(|p| group(p[0]) && group(p[1]))
+    {
+        return text;
+    }
+    let mut joined = String::with_capacity(text.len());
+    let mut previous_group = false;
+    for (index, word) in text.split(' ').enumerate() {
+        let is_group = group(word);
+        if index > 0 && !(previous_group && is_group) {
+            joined.push(' ');
+        }
+        joined.push_str(word);
+        previous_group = is_group;
+    }
+    joined
 }
 
 /// A token without the punctuation around it: quotes, brackets, and a sentence's `,;:.!?`.
@@ -351,7 +391,8 @@ fn has_port(token: &str) -> bool {
 }
 
 /// A path of one project: three components or more, an absolute one, or one ending in `/` or in
-/// a file name (`a/b.ts`). `~/…` is a tool's convention; `and/or`, `i/o`, `ci/cd` are words.
+/// a file name (`a/b.ts`). `~/…` is a tool's convention, a directory and a glob
+/// (`drizzle/*.sql`) a kind of file; `and/or`, `i/o`, `ci/cd` are words.
 fn looks_like_path(token: &str) -> bool {
     if token.starts_with("~/") || !(token.contains('/') || token.contains('\\')) {
         return false;
@@ -363,7 +404,8 @@ fn looks_like_path(token: &str) -> bool {
     let last = components[components.len() - 1];
     components.len() >= 3
         || token.starts_with(['/', '\\', '.'])
-        || (components.len() == 2 && (token.ends_with(['/', '\\']) || last.contains('.')))
+        || (components.len() == 2
+            && (token.ends_with(['/', '\\']) || (last.contains('.') && !last.contains('*'))))
 }
 
 /// Three digits or more in a row, or a decimal number (`59.98`, `1.74`, `0.0.0.0`); not a
@@ -434,7 +476,8 @@ fn last_components(token: &str) -> &str {
     &token[cut + 1..]
 }
 
-/// The base form of a common irregular past tense or participle.
+/// The base form of a common irregular past tense or participle, or the one word for words
+/// that say the same of a process (`hung`, `stuck`, `timeout` → `hang`; `returns` → `exit`).
 fn irregular(word: &str) -> Option<&'static str> {
     const IRREGULAR: &[(&str, &str)] = &[
         ("broke", "break"),
@@ -451,12 +494,16 @@ fn irregular(word: &str) -> Option<&'static str> {
         ("kept", "keep"),
         ("made", "make"),
         ("ran", "run"),
+        ("return", "exit"),
+        ("returned", "exit"),
+        ("returns", "exit"),
         ("saw", "see"),
         ("seen", "see"),
         ("sent", "send"),
         ("shown", "show"),
-        ("stuck", "stick"),
+        ("stuck", "hang"),
         ("taken", "take"),
+        ("timeout", "hang"),
         ("took", "take"),
         ("went", "go"),
         ("written", "write"),
@@ -696,7 +743,7 @@ mod tests {
         // Words, tools' conventions and general values are not.
         for text in [
             "cargo test -- --nocapture shows println! output",
-            "drizzle-kit writes into drizzle/ and vendor/ and ~/.dbt",
+            "drizzle-kit writes into drizzle/ and vendor/ and ~/.dbt, psql -f drizzle/*.sql",
             "read/write and i/o and CI/CD, utf-8 and sha-256, make -j4 and --workers=1",
             "assert_cmd::Command::cargo_bin runs it; tailwind.config.js; DATABASE_URL",
             "Postgres 16 and node 18 for the 3 tests",
@@ -712,10 +759,7 @@ mod tests {
             &Context::default(),
         )
         .identifiers;
-        assert_eq!(
-            noted,
-            ["assert_cmd::command::cargo_bin", "productdetail.tsx"]
-        );
+        assert_eq!(noted, ["assert_cmd", "cargo_bin", "productdetail.tsx"]);
     }
 
     #[test]

@@ -1,0 +1,362 @@
+//! Memory hygiene (DESIGN.md, "Memory hygiene"): identity files are injected into every future
+//! prompt of their role, in every project, so only general knowledge graduates, in a wording
+//! that names nothing of one mission:
+//! - never a feature id, a run or mission id, or the project's name;
+//! - no path, value, address… ([`Specific`]) of one mission: one that another mission's wording
+//!   of the same knowledge names too is not of one mission (`psql -f drizzle/*.sql` in two
+//!   projects); values that the missions' wordings name differently are incidental, and
+//!   replaced by a placeholder (`port <n> is already in use`);
+//! - an identifier or a file name (`assert_cmd`, `tailwind.config.js`) only when the entries of
+//!   two features or two missions name it (a tool's, not one feature's code);
+//! - knowledge about the project's features (every entry names a feature id) and rules that
+//!   this project's validator checks ("the validator rejects unprefixed models") never.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::state::memory::Tag;
+
+use super::items::Item;
+use super::similarity::{analyse, replace_specifics, similarity, Analysis, Context, Specific};
+
+/// A wording of a piece of knowledge and where it was said.
+#[derive(Debug, Clone, Copy)]
+pub struct Said<'a> {
+    /// The text.
+    pub text: &'a str,
+    /// The mission that said it.
+    pub mission: &'a str,
+    /// What is specific in that mission.
+    pub context: &'a Context,
+    /// The feature it was reported on, if known (this mission's entries).
+    pub feature: Option<&'a str>,
+    /// Its tag, if known.
+    pub tag: Option<Tag>,
+}
+
+/// What a wording must be said again by to graduate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needed {
+    /// Wordings of this many distinct features of its mission, a TRICK among them if `trick`.
+    Features { count: usize, trick: bool },
+    /// Wordings of this many missions.
+    Missions(usize),
+}
+
+impl Needed {
+    /// Whether `said` counts for this rule for a wording of mission `mission`: for features,
+    /// only that mission's wordings count.
+    fn counts(self, said: &Said, mission: &str) -> bool {
+        match self {
+            Needed::Features { .. } => said.mission == mission,
+            Needed::Missions(_) => true,
+        }
+    }
+
+    /// How many sources the wordings `alike` (that count) are, and whether they are enough.
+    fn met(self, alike: &[&Said]) -> (usize, bool) {
+        match self {
+            Needed::Features { count, trick } => {
+                let features: BTreeSet<Option<&str>> = alike.iter().map(|s| s.feature).collect();
+                let trick = !trick || alike.iter().any(|s| s.tag == Some(Tag::Trick));
+                (features.len(), features.len() >= count && trick)
+            }
+            Needed::Missions(count) => {
+                let missions: BTreeSet<&str> = alike.iter().map(|s| s.mission).collect();
+                (missions.len(), missions.len() >= count)
+            }
+        }
+    }
+}
+
+/// How many wordings of an item are weighed at most (the most frequent).
+pub const MOST_WORDINGS: usize = 8;
+
+/// The distinct wordings of `item`, most frequent first (then earliest), at most
+/// [`MOST_WORDINGS`], each with the feature and the tag of its first entry.
+pub fn wordings(item: &Item) -> Vec<(&str, Option<&str>, Tag)> {
+    type Count<'i> = (usize, usize, Option<&'i str>, Tag);
+    let mut counts: HashMap<&str, Count> = HashMap::new();
+    for (order, e) in item.evidence.iter().enumerate() {
+        let feature = e.feature.as_ref().map(|f| f.as_str());
+        counts
+            .entry(&e.text)
+            .or_insert((0, order, feature, e.tag))
+            .0 += 1;
+    }
+    let mut ranked: Vec<(&str, Count)> = counts.into_iter().collect();
+    ranked
+        .sort_by(|(a, (an, ao, ..)), (b, (bn, bo, ..))| bn.cmp(an).then(ao.cmp(bo)).then(a.cmp(b)));
+    ranked
+        .into_iter()
+        .take(MOST_WORDINGS)
+        .map(|(text, (_, _, feature, tag))| (text, feature, tag))
+        .collect()
+}
+
+/// Whether `text` says that this project's validator checks something: a rule of the project
+/// ("the validator rejects unprefixed models"), not general knowledge.
+pub fn validator_rule(text: &str) -> bool {
+    const CHECKS: &[&str] = &[
+        "check", "checks", "demands", "expects", "flags", "greps", "insists", "reads", "rejected",
+        "rejects", "requires", "wants",
+    ];
+    let words: Vec<String> = text
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect();
+    words.iter().enumerate().any(|(at, word)| {
+        word.starts_with("validator")
+            && words[at + 1..]
+                .iter()
+                .take(3)
+                .any(|next| CHECKS.contains(&next.as_str()))
+    })
+}
+
+/// Whether every entry of `item` names a feature id: knowledge about the project's features.
+pub fn about_features(item: &Item, context: &Context) -> bool {
+    wordings(item).iter().all(|(text, ..)| {
+        analyse(text, context)
+            .specifics
+            .iter()
+            .any(|(kind, _)| *kind == Specific::FeatureId)
+    })
+}
+
+/// The similarity of words (Dice) at which a wording confirms another: said again, not merely
+/// on the same subject.
+pub const CONFIRM: f64 = 0.3;
+
+/// The wording in which an item may graduate, if one is general (see the module
+/// documentation): among its own wordings (`own`, this mission's) and those of the same
+/// knowledge in other missions (`others`), a general one that is said again as `needed` asks
+/// (by wordings at a similarity of [`CONFIRM`] or more): one of this mission's if one is, the
+/// one said again by the most sources, then most like them all, then the first. Values of one mission are replaced by
+/// placeholders only where the missions disagree on them.
+pub fn general_wording(own: &[Said], others: &[Said], needed: Needed) -> Option<String> {
+    let all: Vec<(Said, Analysis)> = own
+        .iter()
+        .chain(others)
+        .map(|said| (*said, analyse(said.text, said.context)))
+        .collect();
+    let confirmed = |token: &str, by: &Said| {
+        let features: BTreeSet<Option<&str>> = all
+            .iter()
+            .filter(|(s, _)| s.mission == by.mission && s.text.to_lowercase().contains(token))
+            .map(|(s, _)| s.feature)
+            .collect();
+        features.len() >= 2 || elsewhere(&all, by.mission, token)
+    };
+    let mission = own.first().map_or("", |s| s.mission);
+    let mut best: Option<((bool, usize, f64), String)> = None;
+    for (said, analysis) in &all {
+        if analysis.identifiers.iter().any(|i| !confirmed(i, said)) {
+            continue;
+        }
+        let Some(text) = without_one_mission(said, analysis, &all) else {
+            continue;
+        };
+        let alike: Vec<(&Said, f64)> = all
+            .iter()
+            .filter(|(other, _)| needed.counts(other, said.mission))
+            .map(|(other, a)| (other, similarity(&analysis.words, &a.words)))
+            .filter(|(_, score)| *score >= CONFIRM)
+            .collect();
+        let saids: Vec<&Said> = alike.iter().map(|(s, _)| *s).collect();
+        let (sources, enough) = needed.met(&saids);
+        if !enough {
+            continue;
+        }
+        // This mission's own wordings first: it is its item that graduates.
+        let key = (
+            said.mission == mission,
+            sources,
+            alike.iter().map(|(_, score)| score).sum::<f64>(),
+        );
+        if best.as_ref().is_none_or(|(b, _)| {
+            (key.0, key.1)
+                .cmp(&(b.0, b.1))
+                .then(key.2.total_cmp(&b.2))
+                .is_gt()
+        }) {
+            best = Some((key, text));
+        }
+    }
+    best.map(|(_, text)| text)
+}
+
+/// `said` without what is of its mission alone, or `None` if that cannot be: no feature, run or
+/// mission id, nor the project's name; a specific token that another mission's wording names
+/// too stays; one that the missions name differently becomes a placeholder (only across
+/// missions: within one, a value its features disagree on is still the mission's).
+fn without_one_mission(
+    said: &Said,
+    analysis: &Analysis,
+    all: &[(Said, Analysis)],
+) -> Option<String> {
+    let missions: BTreeSet<&str> = all.iter().map(|(s, _)| s.mission).collect();
+    let mut placeholders = false;
+    for (kind, token) in &analysis.specifics {
+        match kind {
+            Specific::FeatureId | Specific::RunId | Specific::Project => return None,
+            _ if elsewhere(all, said.mission, token) => {}
+            Specific::Number | Specific::HostPort | Specific::Time if missions.len() >= 2 => {
+                placeholders = true
+            }
+            _ => return None,
+        }
+    }
+    if analysis.words.iter().any(|w| w == "feature") && said.text.contains('<') {
+        // A placeholder of a feature id, from an item's text.
+        return None;
+    }
+    if !placeholders {
+        return Some(said.text.to_string());
+    }
+    Some(replace_specifics(said.text, said.context, |kind, token| {
+        !matches!(kind, Specific::Number | Specific::HostPort | Specific::Time)
+            || elsewhere(all, said.mission, token)
+    }))
+}
+
+/// Whether a wording of another mission than `mission` names `token` (lowercase).
+fn elsewhere(all: &[(Said, Analysis)], mission: &str, token: &str) -> bool {
+    all.iter()
+        .any(|(s, _)| s.mission != mission && s.text.to_lowercase().contains(token))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn said<'a>(
+        text: &'a str,
+        mission: &'a str,
+        context: &'a Context,
+        feature: &'a str,
+    ) -> Said<'a> {
+        Said {
+            text,
+            mission,
+            context,
+            feature: Some(feature),
+            tag: Some(Tag::Trick),
+        }
+    }
+
+    const TWO: Needed = Needed::Features {
+        count: 2,
+        trick: true,
+    };
+
+    #[test]
+    fn a_validators_rule_is_the_projects() {
+        assert!(validator_rule(
+            "a mart without the fct_ prefix; the validator rejects unprefixed models"
+        ));
+        assert!(validator_rule(
+            "every handler logs request_id, as the validator expects"
+        ));
+        assert!(validator_rule(
+            "the check script flags it and the Validator checks the layout"
+        ));
+        assert!(!validator_rule(
+            "the validator could not find the file: git commit -a skipped it"
+        ));
+        assert!(!validator_rule(
+            "cargo fmt before committing: CI rejects unformatted code"
+        ));
+    }
+
+    #[test]
+    fn a_general_wording_is_chosen_and_values_of_one_mission_are_not() {
+        let web = Context::new("/p/shopfront", ["F-001", "F-002"]);
+        let data = Context::new("/p/tripflow", ["F-001"]);
+        // Within one mission: the wording without the path is taken.
+        let own = [
+            said(
+                "npx vitest run src/cart/total.test.ts runs that file once",
+                "web",
+                &web,
+                "F-001",
+            ),
+            said(
+                "npx vitest run <file> runs once and exits",
+                "web",
+                &web,
+                "F-002",
+            ),
+        ];
+        assert_eq!(
+            general_wording(&own, &[], TWO).as_deref(),
+            Some("npx vitest run <file> runs once and exits")
+        );
+        // A value of the mission in every wording: nothing general.
+        let own = [
+            said(
+                "curl -s localhost:3001/api/products | jq",
+                "web",
+                &web,
+                "F-001",
+            ),
+            said(
+                "check localhost:3001/api/orders with curl and jq",
+                "web",
+                &web,
+                "F-002",
+            ),
+        ];
+        assert_eq!(general_wording(&own, &[], TWO), None);
+        // Across missions, ports the missions disagree on become placeholders.
+        let own = [said(
+            "npm run dev: port 5173 is already in use",
+            "web",
+            &web,
+            "F-001",
+        )];
+        let others = [said(
+            "dagster dev: port 3000 is already in use",
+            "data",
+            &data,
+            "F-001",
+        )];
+        let wording = general_wording(&own, &others, Needed::Missions(2)).unwrap();
+        assert!(wording.contains("port <n> is already in use"), "{wording}");
+        // The project's name never graduates; an identifier only when two features name it.
+        let own = [
+            said(
+                "assert_cmd::Command::cargo_bin(\"shopfront\") runs the binary",
+                "web",
+                &web,
+                "F-001",
+            ),
+            said(
+                "assert_cmd::Command::cargo_bin runs the built binary",
+                "web",
+                &web,
+                "F-001",
+            ),
+        ];
+        assert_eq!(general_wording(&own, &[], TWO), None);
+        let own = [
+            said(
+                "assert_cmd::Command::cargo_bin(\"shopfront\") runs the binary",
+                "web",
+                &web,
+                "F-001",
+            ),
+            said(
+                "assert_cmd::Command::cargo_bin runs the built binary",
+                "web",
+                &web,
+                "F-002",
+            ),
+        ];
+        assert_eq!(
+            general_wording(&own, &[], TWO).as_deref(),
+            Some("assert_cmd::Command::cargo_bin runs the built binary")
+        );
+    }
+}
