@@ -424,9 +424,33 @@ fn scored(name: &str) -> Score {
     score
 }
 
+/// Whether `score` meets the targets of issue 15: graduation precision 0.95 and recall 0.8,
+/// promotion recall 0.8, every current decision current and no superseded one.
+fn meets_targets(score: &Score) -> bool {
+    score.graduation_precision.value() >= 0.95
+        && score.graduation_recall.value() >= 0.8
+        && score.promotion_recall.value() >= 0.8
+        && score.current_kept.value() == 1.0
+        && score.superseded_left_current.0 == 0
+}
+
 #[test]
 fn curation_score_on_the_main_labelled_log() {
     let score = scored("main");
-    // Sanity: the log was read back (what the curator did is scored, whatever it is).
     assert!(score.graduation_recall.1 >= 20 && score.promotion_recall.1 >= 40);
+    assert!(meets_targets(&score), "below the targets: {:?}", score.wrong);
+}
+
+/// The holdout log was not looked at while the curator was tuned: its scores (BENCHMARKS.md)
+/// say what holds on text the rules were not made for. What is asserted is the property that
+/// matters most, and held: nothing wrong or local reaches the identity files.
+#[test]
+fn curation_score_on_the_holdout_log() {
+    let score = scored("holdout");
+    assert!(score.graduation_recall.1 >= 10 && score.promotion_recall.1 >= 15);
+    assert!(
+        score.graduation_precision.value() >= 0.95,
+        "graduated what it should not: {:?}",
+        score.wrong
+    );
 }

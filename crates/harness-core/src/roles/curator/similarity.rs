@@ -215,7 +215,7 @@ fn read(text: &str, context: &Context, identifiers: bool) -> Analysis {
         }
         let stemmed = stem(irregular(run).unwrap_or(run));
         if !stemmed.is_empty() {
-            words.push(stemmed);
+            words.push(one_word(&stemmed).map_or(stemmed, str::to_string));
         }
     };
     for token in lowered.split_whitespace() {
@@ -226,6 +226,11 @@ fn read(text: &str, context: &Context, identifiers: bool) -> Analysis {
         let specific = specific(token, context);
         if let Some(kind) = specific {
             analysis.specifics.push((kind, token.to_string()));
+            if kind == Specific::Time {
+                // Which date or time differs between runs of one lesson; that it is one does not.
+                let concept = if token.contains(':') { "time" } else { "date" };
+                analysis.words.push(stem(concept));
+            }
             if matches!(kind, Specific::FeatureId | Specific::RunId | Specific::Time) {
                 continue;
             }
@@ -513,6 +518,20 @@ fn irregular(word: &str) -> Option<&'static str> {
         .binary_search_by(|(form, _)| form.cmp(&word))
         .ok()
         .map(|i| IRREGULAR[i].1)
+}
+
+/// The one word for stems that name one thing in a project's talk: money (`price`, `amount`,
+/// `cost`, `cent`).
+fn one_word(stem: &str) -> Option<&'static str> {
+    const SAME: &[(&str, &str)] = &[
+        ("amount", "money"),
+        ("cent", "money"),
+        ("cost", "money"),
+        ("pric", "money"),
+    ];
+    SAME.iter()
+        .find(|(form, _)| *form == stem)
+        .map(|(_, one)| *one)
 }
 
 /// `2026-04-24`, `2026-04-24T10:05:12Z`, `10:05:12`, `16:40`.

@@ -61,14 +61,6 @@ const CHANGES: &[&str] = &[
 const ADDITIONS: &[&str] = &["additionally", "also", "as well", "in addition", "too"];
 /// Copulas: what comes before the first of them in a decision's first clause is its subject.
 const COPULAS: &[&str] = &["are", "is", "was", "were"];
-/// Words of a subject that are one thing (stems).
-const SUBJECTS: &[(&str, &str)] = &[
-    ("amount", "money"),
-    ("cent", "money"),
-    ("cost", "money"),
-    ("pric", "money"),
-];
-
 /// What the rules need to know of a decision.
 #[derive(Debug, Clone, Default)]
 struct Decision {
@@ -283,12 +275,6 @@ fn subject(text: &str, context: &Context) -> BTreeSet<String> {
         .words
         .into_iter()
         .filter(|w| !w.starts_with('`'))
-        .map(|w| {
-            SUBJECTS
-                .iter()
-                .find(|(form, _)| *form == w)
-                .map_or(w, |(_, one)| one.to_string())
-        })
         .collect()
 }
 
