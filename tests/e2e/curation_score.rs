@@ -438,7 +438,11 @@ fn meets_targets(score: &Score) -> bool {
 fn curation_score_on_the_main_labelled_log() {
     let score = scored("main");
     assert!(score.graduation_recall.1 >= 20 && score.promotion_recall.1 >= 40);
-    assert!(meets_targets(&score), "below the targets: {:?}", score.wrong);
+    assert!(
+        meets_targets(&score),
+        "below the targets: {:?}",
+        score.wrong
+    );
 }
 
 /// The holdout log was not looked at while the curator was tuned: its scores (BENCHMARKS.md)
