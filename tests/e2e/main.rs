@@ -6,6 +6,7 @@ mod bad_input;
 mod bad_input_corpus;
 mod curation_score;
 mod curator;
+mod curator_agent;
 mod demo;
 mod disk_full;
 mod executor;

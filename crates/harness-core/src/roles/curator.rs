@@ -22,6 +22,7 @@ pub mod graduation;
 pub mod hygiene;
 pub mod items;
 pub mod join;
+pub mod judgments;
 pub mod log;
 pub mod record;
 pub mod report;
@@ -82,6 +83,8 @@ pub struct Snapshot {
     pub mission_recorded: bool,
     /// The project directory, for the ledger.
     pub project: String,
+    /// Calls of the curator's agent accepted in this run, not in the record yet.
+    pub judged: judgments::Judgments,
 }
 
 /// Where an item is after a pass.
@@ -306,13 +309,15 @@ pub fn curate(
     let log = Background::new(log::read_unless(&snapshot.raw, &snapshot.chunks, cancel)?);
     let lines: Vec<&log::Line> = log.lines().collect();
     let context = log_context(&snapshot.project, &lines);
-    let items = Background::new(items::group(
+    let judged = snapshot.record.judgments.with(&snapshot.judged);
+    let grouped = items::group(
         &lines,
         params.similarity,
         params.supersede_similarity,
         &context,
         cancel,
-    )?);
+    )?;
+    let items = Background::new(judgments::apply(grouped, &judged, &context));
     let summary_doc = Document::parse(Layer::Summary, snapshot.summary.as_deref());
     let memory_doc = Document::parse(Layer::Memory, snapshot.memory.as_deref());
     let edits = HandEdits::read(snapshot, &summary_doc, &memory_doc);
@@ -347,12 +352,12 @@ pub fn curate(
         &eligible,
         &snapshot.identities,
         &recurrence,
-        &context,
+        (&context, &judged),
         params,
         cancel,
     )?;
 
-    let record = new_record(
+    let mut record = new_record(
         &items,
         &place,
         &edits,
@@ -360,6 +365,7 @@ pub fn curate(
         wordings,
         &snapshot.record,
     );
+    record.judgments = judged;
     let truncation = log::truncate(&log, &snapshot.raw, params.keep_raw);
     check()?;
     let archived_lines = truncation.archived_lines;

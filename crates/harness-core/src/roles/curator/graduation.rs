@@ -28,6 +28,7 @@ use super::document::marker_ids;
 use super::hygiene::{self, Needed, Said};
 use super::items::{Item, Kind};
 use super::join::{Index, Vocabulary};
+use super::judgments::Judgments;
 use super::similarity::{analyse, similarity, Context};
 use super::{Cancelled, Params};
 
@@ -398,7 +399,7 @@ pub fn graduate(
     items: &[&Item],
     identities: &Identities,
     recurrence: &Recurrence,
-    context: &Context,
+    (context, judged): (&Context, &Judgments),
     params: &Params,
     cancel: &dyn Fn() -> bool,
 ) -> Result<Vec<Graduation>, Cancelled> {
@@ -426,7 +427,8 @@ pub fn graduate(
         if cancel() {
             return Err(Cancelled);
         }
-        let Some((rule, reason, wording)) = earned(item, recurrence, context, params) else {
+        let Some((rule, reason, wording)) = earned(item, recurrence, (context, judged), params)
+        else {
             continue;
         };
         let file = known
@@ -476,15 +478,22 @@ pub fn graduate(
 fn earned(
     item: &Item,
     recurrence: &Recurrence,
-    context: &Context,
+    (context, judged): (&Context, &Judgments),
     params: &Params,
 ) -> Option<(Rule, String, String)> {
     let wordings = hygiene::wordings(item);
-    if wordings
-        .iter()
-        .any(|(text, ..)| hygiene::validator_rule(text))
-        || hygiene::about_features(item, context)
-    {
+    // The agent's call, when it made one, in place of the rules of thumb.
+    let general = judged.general_wording(item);
+    let local = match general {
+        Some(_) => false,
+        None => {
+            wordings
+                .iter()
+                .any(|(text, ..)| hygiene::validator_rule(text))
+                || hygiene::about_features(item, context)
+        }
+    };
+    if local || judged.is_local(item) {
         return None;
     }
     let own: Vec<Said> = wordings
@@ -498,7 +507,7 @@ fn earned(
         })
         .collect();
     let others = recurrence.others(item);
-    let wording = |needed| hygiene::general_wording(&own, &others, needed);
+    let wording = |needed| hygiene::general_wording(&own, &others, needed, general);
     let sources = independent(item);
     let trick = item.evidence.iter().any(|e| e.tag == Tag::Trick);
     if trick && sources.len() >= params.graduate_trick_workers {
@@ -624,7 +633,15 @@ mod tests {
         let identities: Identities = vec![(Role::Worker, None)];
         let context = Context::default();
         let none = Recurrence::new(&Ledger::default(), params.similarity, "m-1", &context);
-        let done = graduate(&refs, &identities, &none, &context, &params, &|| false).unwrap();
+        let done = graduate(
+            &refs,
+            &identities,
+            &none,
+            (&context, &Judgments::default()),
+            &params,
+            &|| false,
+        )
+        .unwrap();
         assert_eq!(done.len(), 1, "{done:?}");
         assert_eq!(done[0].rule, Rule::Trick);
         assert!(done[0]
@@ -638,11 +655,16 @@ mod tests {
             Role::Worker,
             Some("# Identity: worker\n- Run cargo test -q to keep output short.\n".into()),
         )];
-        assert!(
-            graduate(&refs, &identities, &none, &context, &params, &|| false)
-                .unwrap()
-                .is_empty()
-        );
+        assert!(graduate(
+            &refs,
+            &identities,
+            &none,
+            (&context, &Judgments::default()),
+            &params,
+            &|| false
+        )
+        .unwrap()
+        .is_empty());
     }
 
     #[test]
@@ -660,7 +682,15 @@ mod tests {
         assert_eq!(ledger.missions.len(), 2);
         let context = Context::default();
         let recurrence = Recurrence::new(&ledger, params.similarity, "m-2", &context);
-        let done = graduate(&refs, &vec![], &recurrence, &context, &params, &|| false).unwrap();
+        let done = graduate(
+            &refs,
+            &vec![],
+            &recurrence,
+            (&context, &Judgments::default()),
+            &params,
+            &|| false,
+        )
+        .unwrap();
         assert_eq!(done.len(), 1);
         assert_eq!(done[0].rule, Rule::Failure);
         assert!(
@@ -670,11 +700,16 @@ mod tests {
         );
         let alone = Ledger::default().with_mission("m-2", "/b", &refs);
         let alone = Recurrence::new(&alone, params.similarity, "m-2", &context);
-        assert!(
-            graduate(&refs, &vec![], &alone, &context, &params, &|| false)
-                .unwrap()
-                .is_empty()
-        );
+        assert!(graduate(
+            &refs,
+            &vec![],
+            &alone,
+            (&context, &Judgments::default()),
+            &params,
+            &|| false
+        )
+        .unwrap()
+        .is_empty());
     }
 
     #[test]

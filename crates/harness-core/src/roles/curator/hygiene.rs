@@ -135,7 +135,16 @@ pub const CONFIRM: f64 = 0.3;
 /// (by wordings at a similarity of [`CONFIRM`] or more): one of this mission's if one is, the
 /// one said again by the most sources, then most like them all, then the first. Values of one mission are replaced by
 /// placeholders only where the missions disagree on them.
-pub fn general_wording(own: &[Said], others: &[Said], needed: Needed) -> Option<String> {
+///
+/// `agent`: a general wording the curator's agent gave (checked to be hygienic): the evidence
+/// must still be there (wordings said again as `needed` asks, hygienic or not), and the agent's
+/// wording is the one that graduates.
+pub fn general_wording(
+    own: &[Said],
+    others: &[Said],
+    needed: Needed,
+    agent: Option<&str>,
+) -> Option<String> {
     let all: Vec<(Said, Analysis)> = own
         .iter()
         .chain(others)
@@ -152,11 +161,13 @@ pub fn general_wording(own: &[Said], others: &[Said], needed: Needed) -> Option<
     let mission = own.first().map_or("", |s| s.mission);
     let mut best: Option<((bool, usize, f64), String)> = None;
     for (said, analysis) in &all {
-        if analysis.identifiers.iter().any(|i| !confirmed(i, said)) {
-            continue;
-        }
-        let Some(text) = without_one_mission(said, analysis, &all) else {
-            continue;
+        let text = match agent {
+            Some(agent) => agent.to_string(),
+            None if analysis.identifiers.iter().any(|i| !confirmed(i, said)) => continue,
+            None => match without_one_mission(said, analysis, &all) {
+                Some(text) => text,
+                None => continue,
+            },
         };
         let alike: Vec<(&Said, f64)> = all
             .iter()
@@ -290,7 +301,7 @@ mod tests {
             ),
         ];
         assert_eq!(
-            general_wording(&own, &[], TWO).as_deref(),
+            general_wording(&own, &[], TWO, None).as_deref(),
             Some("npx vitest run <file> runs once and exits")
         );
         // A value of the mission in every wording: nothing general.
@@ -308,7 +319,7 @@ mod tests {
                 "F-002",
             ),
         ];
-        assert_eq!(general_wording(&own, &[], TWO), None);
+        assert_eq!(general_wording(&own, &[], TWO, None), None);
         // Across missions, ports the missions disagree on become placeholders.
         let own = [said(
             "npm run dev: port 5173 is already in use",
@@ -322,7 +333,7 @@ mod tests {
             &data,
             "F-001",
         )];
-        let wording = general_wording(&own, &others, Needed::Missions(2)).unwrap();
+        let wording = general_wording(&own, &others, Needed::Missions(2), None).unwrap();
         assert!(wording.contains("port <n> is already in use"), "{wording}");
         // The project's name never graduates; an identifier only when two features name it.
         let own = [
@@ -339,7 +350,7 @@ mod tests {
                 "F-001",
             ),
         ];
-        assert_eq!(general_wording(&own, &[], TWO), None);
+        assert_eq!(general_wording(&own, &[], TWO, None), None);
         let own = [
             said(
                 "assert_cmd::Command::cargo_bin(\"shopfront\") runs the binary",
@@ -355,7 +366,7 @@ mod tests {
             ),
         ];
         assert_eq!(
-            general_wording(&own, &[], TWO).as_deref(),
+            general_wording(&own, &[], TWO, None).as_deref(),
             Some("assert_cmd::Command::cargo_bin runs the built binary")
         );
     }

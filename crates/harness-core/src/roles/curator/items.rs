@@ -233,7 +233,7 @@ fn nodes(
 }
 
 /// An item from its entries (`decision`: whether they are a decision's).
-fn item(decision: bool, mut evidence: Vec<Evidence>, context: &Context) -> Item {
+pub(super) fn item(decision: bool, mut evidence: Vec<Evidence>, context: &Context) -> Item {
     evidence.sort_by(|a, b| (a.time, &a.id).cmp(&(b.time, &b.id)));
     let first = &evidence[0];
     let last = &evidence[evidence.len() - 1];

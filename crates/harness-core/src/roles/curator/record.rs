@@ -1,6 +1,7 @@
 //! `.harness/curator.json`: what the curator remembers between passes that the memory files
 //! cannot say themselves — where it put each item (so that a bullet the user deleted is told
-//! from one it moved, and stays deleted), and the wordings its agent proposed and it accepted.
+//! from one it moved, and stays deleted), and the wordings and the calls its agent proposed and
+//! it accepted.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -8,6 +9,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::base::error::InputError;
+
+use super::judgments::Judgments;
 
 /// The contents of curator.json.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,6 +30,10 @@ pub struct Record {
     /// Summary wordings proposed by the curator's agent and accepted: item id → wording.
     #[serde(default)]
     pub wording: BTreeMap<String, Wording>,
+    /// The agent's semantic calls that were checked and kept (items that say the same,
+    /// decisions replaced, knowledge general or local), applied by every pass.
+    #[serde(default, skip_serializing_if = "Judgments::is_empty")]
+    pub judgments: Judgments,
 }
 
 /// A wording of an item's summary bullet.

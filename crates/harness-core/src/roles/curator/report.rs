@@ -26,8 +26,8 @@ pub struct ItemReport {
     pub workers: Vec<String>,
     /// Distinct features.
     pub features: Vec<String>,
-    /// Distinct missions it was seen in (failure modes are tracked across missions in the
-    /// ledger; other items count this one only).
+    /// Distinct missions it was seen in (lessons and failure modes are tracked across missions
+    /// in the ledger; decisions count this one only).
     pub missions: usize,
     pub first_seen: Timestamp,
     pub last_seen: Timestamp,

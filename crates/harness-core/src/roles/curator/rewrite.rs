@@ -22,13 +22,20 @@ use crate::state::budget::Remaining;
 use crate::state::memory::{self, RawEntry};
 
 use super::document::{marker_ids, size, SUMMARY_SECTIONS};
-use super::{AgentVerdict, Params, Pass, Request, Snapshot, SummaryPlan, SUMMARY_TEXT_CHARS};
+use super::judgments::{self, Judgments};
+use super::similarity;
+use super::{
+    AgentVerdict, ItemReport, Params, Pass, Request, Snapshot, SummaryPlan, SUMMARY_TEXT_CHARS,
+};
 
 /// What the agent's run gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Proposal {
     /// The accepted wordings (item id → text); empty when rejected.
     pub wordings: BTreeMap<String, String>,
+    /// The accepted calls (items the same, decisions replaced, knowledge general or local);
+    /// none when rejected.
+    pub judgments: Judgments,
     /// Accepted or rejected, and why.
     pub verdict: AgentVerdict,
     /// The agent's memory entries and the curator's outcome line, for raw.md.
@@ -90,7 +97,8 @@ pub fn propose(request: &Request, snapshot: &Snapshot, draft: &Pass) -> anyhow::
     );
     let run = attempt.run(&prompt, &[], &Remaining::default())?;
     let ended_at = time::now();
-    let (wordings, verdict) = decide(&attempt, &run, plan, &request.params)?;
+    let (wordings, judgments, verdict) =
+        decide(&attempt, &run, (draft, snapshot), &request.params)?;
     let outcome = if verdict.accepted {
         format!("agent rewrite of summary.md kept: {}", verdict.reason)
     } else {
@@ -110,6 +118,7 @@ pub fn propose(request: &Request, snapshot: &Snapshot, draft: &Pass) -> anyhow::
     )?;
     Ok(Proposal {
         wordings,
+        judgments,
         verdict,
         entries,
         interrupted: match run.end {
@@ -119,14 +128,15 @@ pub fn propose(request: &Request, snapshot: &Snapshot, draft: &Pass) -> anyhow::
     })
 }
 
-/// The agent's proposal, checked against the draft `plan`: the wordings it changes (none when
-/// rejected) and the verdict on it.
+/// The agent's proposal, checked against the `draft` pass of `snapshot`: the wordings it
+/// changes and the calls it makes (none when rejected), and the verdict on it.
 fn decide(
     attempt: &Attempt,
     run: &AgentRun,
-    plan: &SummaryPlan,
+    (draft, snapshot): (&Pass, &Snapshot),
     params: &Params,
-) -> anyhow::Result<(BTreeMap<String, String>, AgentVerdict)> {
+) -> anyhow::Result<(BTreeMap<String, String>, Judgments, AgentVerdict)> {
+    let plan = &draft.summary_plan;
     let verdict = |accepted, reason| AgentVerdict {
         accepted,
         reason,
@@ -134,25 +144,64 @@ fn decide(
     };
     let checked = match run.end {
         End::Interrupted(signal) => Err(format!("interrupted by {}", signals::name(signal))),
-        End::Exited(0) => last_block(&attempt.answer(run)?)
-            .ok_or_else(|| "the answer holds no fenced markdown block".to_string())
-            .and_then(|block| check(plan, &block, params)),
+        End::Exited(0) => check_answer(draft, snapshot, &attempt.answer(run)?, params),
         end => Err(format!(
             "the curator's agent did not finish: {}",
             end.in_words(attempt.agent())
         )),
     };
     Ok(match checked {
-        Ok(wordings) => {
+        Ok((wordings, judged)) => {
             let reason = format!(
-                "{} of {} summary bullets reworded",
+                "{} of {} summary bullets reworded{}",
                 wordings.len(),
-                plan.bullets.iter().map(Vec::len).sum::<usize>()
+                plan.bullets.iter().map(Vec::len).sum::<usize>(),
+                calls(&judged)
             );
-            (wordings, verdict(true, reason))
+            (wordings, judged, verdict(true, reason))
         }
-        Err(reason) => (BTreeMap::new(), verdict(false, reason)),
+        Err(reason) => (
+            BTreeMap::new(),
+            Judgments::default(),
+            verdict(false, reason),
+        ),
     })
+}
+
+/// The wordings and the calls of an agent's `answer` to the pass `draft`, once both are checked
+/// (see [`check`] and [`judgments::check`]), or why the answer is rejected.
+fn check_answer(
+    draft: &Pass,
+    snapshot: &Snapshot,
+    answer: &str,
+    params: &Params,
+) -> Result<(BTreeMap<String, String>, Judgments), String> {
+    let block = last_block(answer)
+        .ok_or_else(|| "the answer holds no fenced markdown block".to_string())?;
+    let wordings = check(&draft.summary_plan, &block, params)?;
+    let judged = judgments::parse(answer)?;
+    let features = draft
+        .report
+        .items
+        .iter()
+        .flat_map(|item| item.features.iter().map(String::as_str));
+    judgments::check(
+        &judged,
+        &draft.report.items,
+        &similarity::Context::new(&snapshot.project, features),
+    )?;
+    Ok((wordings, judged))
+}
+
+/// `; 3 calls` (or nothing when the agent made none).
+fn calls(judged: &Judgments) -> String {
+    let count =
+        judged.same.len() + judged.supersedes.len() + judged.general.len() + judged.local.len();
+    match count {
+        0 => String::new(),
+        1 => "; 1 call".to_string(),
+        n => format!("; {n} calls"),
+    }
 }
 
 /// What the result.json of a curator agent run says besides the run, who ran and when.
@@ -190,15 +239,20 @@ fn items_section(draft: &Pass, plan: &SummaryPlan) -> String {
         .map(|s| s.id.as_str())
         .collect();
     let mut text = String::from(
-        "## Items\n\nThe memory items summary.md shows, each the entries of raw.md that say the same \
-         thing (id, tag, times seen, workers, text):\n\n",
+        "## Items\n\nThe memory items summary.md shows, then those MEMORY.md keeps, each the \
+         entries of raw.md that say the same thing (id, tag, times seen, workers, text):\n\n",
     );
-    for item in draft
+    let in_memory =
+        |i: &&ItemReport| i.place.starts_with("MEMORY.md") && !shown.contains(i.id.as_str());
+    let listed: Vec<&ItemReport> = draft
         .report
         .items
         .iter()
         .filter(|i| shown.contains(i.id.as_str()))
-    {
+        .chain(draft.report.items.iter().filter(in_memory))
+        .take(LISTED_ITEMS)
+        .collect();
+    for item in &listed {
         text.push_str(&format!(
             "- c:{} {} seen {}× by {}: {}\n",
             item.id,
@@ -208,12 +262,15 @@ fn items_section(draft: &Pass, plan: &SummaryPlan) -> String {
             item.text
         ));
     }
-    let others = draft.report.items.len() - shown.len();
+    let others = draft.report.items.len() - listed.len();
     text.push_str(&format!(
-        "\n{others} other items are in MEMORY.md or archive/ and are not yours to place.\n"
+        "\n{others} other items are in archive/ and are not yours to place.\n"
     ));
     text
 }
+
+/// The most items the agent is shown.
+const LISTED_ITEMS: usize = 300;
 
 /// How to answer (the harness's own words).
 fn instructions(params: &Params) -> String {
@@ -230,7 +287,17 @@ fn instructions(params: &Params) -> String {
          Answer with ONE fenced code block: a line of three backticks followed by the word \
          markdown, then the whole new summary.md, then a line of three backticks. Only the last \
          such block of your answer is read; the draft is kept if your answer does not pass the \
-         checks.",
+         checks.\n\n\
+         You may also make calls that words alone cannot, in a second fenced block whose info \
+         string is judgments, one per line: `same c:ID c:ID` (two items of the list above say the \
+         same thing: they become one item); `supersedes c:NEW c:OLD` (decision NEW replaces \
+         decision OLD, on the same subject); `general c:ID: WORDING` (the item holds in any \
+         project: if its evidence is enough it graduates into the identity files, in WORDING, \
+         which must name nothing of this project: no feature id, path, port, number, address or \
+         project name); `local c:ID` (the item holds in this project only: it never graduates). \
+         Leave the block out if you have no call to make. A call that names an item not in the \
+         list, or a general wording that names something of this project, has the whole answer \
+         rejected.",
         lines = params.summary_max_lines,
         tokens = params.summary_max_tokens
     )

@@ -155,6 +155,7 @@ pub fn run(request: &Request) -> anyhow::Result<Outcome> {
             });
         }
         wordings = proposal.wordings;
+        snapshot.judged = proposal.judgments;
         verdict = Some(proposal.verdict);
         agent_entries = proposal.entries;
     }
@@ -282,6 +283,7 @@ fn read_snapshot(
         mission: String::new(),
         mission_recorded: false,
         project: request.workdir.display().to_string(),
+        judged: Default::default(),
     };
     read_identity(&request.home, &mut snapshot, read)?;
     (snapshot.mission, snapshot.mission_recorded) = mission_id(state, now)?;

@@ -1,0 +1,278 @@
+//! The semantic calls of the curator's agent (`curate --agent`): which items say the same thing,
+//! which decision replaces which, which knowledge is general (and in what words it graduates)
+//! and which is this project's only. The deterministic pass makes these calls from words alone;
+//! the agent may make them from meaning. Its answer gives them in a fenced block whose info
+//! string is `judgments`, one per line:
+//!
+//! ```text
+//! same c:<id> c:<id>          the two items say the same thing: one item
+//! supersedes c:<new> c:<old>  decision <new> replaces decision <old>
+//! general c:<id>: <wording>   general knowledge; it graduates (if a rule says so) in <wording>
+//! local c:<id>                this project's only: it never graduates
+//! ```
+//!
+//! [`check`] refuses the whole answer unless every call names items it may (an item of the pass;
+//! lessons for `same`, `general`, `local`; a newer and an older decision for `supersedes`) and
+//! every general wording is hygienic (nothing of one mission). Calls kept are remembered in
+//! curator.json and applied by every later pass: items are merged whole (nothing of either is
+//! lost), a superseded decision goes to MEMORY.md's History, and graduation still needs its
+//! rule's evidence.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::document::marker_ids;
+use super::items::{self, Item, Kind};
+use super::report::ItemReport;
+use super::similarity::{analyse, Context};
+use super::SUMMARY_TEXT_CHARS;
+
+/// The agent's calls that were checked and kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Judgments {
+    /// Items that say the same thing, by the id of an entry of each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub same: Vec<[String; 2]>,
+    /// Decisions replaced: `[newer, older]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub supersedes: Vec<[String; 2]>,
+    /// General knowledge and the wording it graduates in: item id → wording.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub general: BTreeMap<String, String>,
+    /// Knowledge of this project only.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub local: BTreeSet<String>,
+}
+
+impl Judgments {
+    /// Whether there is no call.
+    pub fn is_empty(&self) -> bool {
+        self == &Judgments::default()
+    }
+
+    /// These calls and `more` (those of `more` last), without repeats.
+    pub fn with(&self, more: &Judgments) -> Judgments {
+        let mut all = self.clone();
+        for pair in &more.same {
+            if !all.same.contains(pair) {
+                all.same.push(pair.clone());
+            }
+        }
+        for pair in &more.supersedes {
+            if !all.supersedes.contains(pair) {
+                all.supersedes.push(pair.clone());
+            }
+        }
+        all.general.extend(more.general.clone());
+        all.local.extend(more.local.iter().cloned());
+        all
+    }
+
+    /// The general wording given for `item`, if any.
+    pub fn general_wording(&self, item: &Item) -> Option<&str> {
+        item.entry_ids()
+            .find_map(|id| self.general.get(id))
+            .map(String::as_str)
+    }
+
+    /// Whether `item` was called this project's only.
+    pub fn is_local(&self, item: &Item) -> bool {
+        item.entry_ids().any(|id| self.local.contains(id))
+    }
+}
+
+/// The calls of the last ```` ```judgments ```` block of `answer`, read (not yet checked); an
+/// answer without one makes none.
+pub fn parse(answer: &str) -> Result<Judgments, String> {
+    let mut judgments = Judgments::default();
+    let Some(block) = last_block(answer) else {
+        return Ok(judgments);
+    };
+    for line in block.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (verb, rest) = line.split_once(' ').unwrap_or((line, ""));
+        let head = match verb {
+            "general" => rest.split_once(": ").map_or(rest, |(head, _)| head),
+            _ => rest,
+        };
+        let ids = ids_in(head);
+        let id = |n: usize| {
+            ids.get(n)
+                .cloned()
+                .ok_or_else(|| format!("{line:?} names too few items (c:<id>)"))
+        };
+        match verb {
+            "same" => judgments.same.push([id(0)?, id(1)?]),
+            "supersedes" => judgments.supersedes.push([id(0)?, id(1)?]),
+            "local" => {
+                judgments.local.insert(id(0)?);
+            }
+            "general" => {
+                let wording = rest
+                    .split_once(": ")
+                    .map(|(_, w)| w.trim())
+                    .filter(|w| !w.is_empty())
+                    .ok_or_else(|| format!("{line:?} gives no wording after `c:<id>: `"))?;
+                judgments.general.insert(id(0)?, wording.to_string());
+            }
+            _ => {
+                return Err(format!(
+                    "{line:?} is not a judgment (same, supersedes, general, local)"
+                ))
+            }
+        }
+    }
+    Ok(judgments)
+}
+
+/// The item ids named as `c:<id>` in `text`.
+fn ids_in(text: &str) -> Vec<String> {
+    marker_ids(&format!("<!-- {text} -->"))
+}
+
+/// The last fenced block of `answer` whose info string is `judgments`.
+fn last_block(answer: &str) -> Option<String> {
+    let mut found = None;
+    let mut open: Option<Vec<&str>> = None;
+    for line in answer.lines() {
+        let trimmed = line.trim();
+        match &mut open {
+            None if trimmed.strip_prefix("```").map(str::trim) == Some("judgments") => {
+                open = Some(Vec::new())
+            }
+            None => {}
+            Some(lines) if trimmed == "```" => {
+                found = Some(lines.join("\n"));
+                open = None;
+            }
+            Some(lines) => lines.push(line),
+        }
+    }
+    found
+}
+
+/// Checks the calls against the items of the pass (`items`, read in `context`): what each
+/// names must exist and be of the right kind, a decision must replace an older one, and a
+/// general wording must name nothing of one mission. The reason when it does not hold.
+pub fn check(judgments: &Judgments, items: &[ItemReport], context: &Context) -> Result<(), String> {
+    let by_id: BTreeMap<&str, &ItemReport> = items
+        .iter()
+        .flat_map(|item| item.evidence.iter().map(move |id| (id.as_str(), item)))
+        .collect();
+    let item = |id: &str| {
+        by_id
+            .get(id)
+            .copied()
+            .ok_or_else(|| format!("c:{id} is not an item of this pass"))
+    };
+    let lesson = |id: &str| {
+        item(id).and_then(|i| match i.tag {
+            "DECISION" => Err(format!("c:{id} is a decision, not a lesson")),
+            _ => Ok(i),
+        })
+    };
+    for [a, b] in &judgments.same {
+        if lesson(a)?.id == lesson(b)?.id {
+            return Err(format!("c:{a} and c:{b} are one item already"));
+        }
+    }
+    for [newer, older] in &judgments.supersedes {
+        let (new, old) = (item(newer)?, item(older)?);
+        if new.tag != "DECISION" || old.tag != "DECISION" {
+            return Err(format!(
+                "only a decision supersedes a decision (c:{newer}, c:{older})"
+            ));
+        }
+        if new.last_seen <= old.last_seen {
+            return Err(format!("c:{newer} is not newer than c:{older}"));
+        }
+    }
+    for (id, wording) in &judgments.general {
+        lesson(id)?;
+        if judgments.local.contains(id) {
+            return Err(format!("c:{id} is called both general and local"));
+        }
+        if wording.chars().count() > SUMMARY_TEXT_CHARS || wording.contains("<!--") {
+            return Err(format!("the general wording of c:{id} is not one line of at most {SUMMARY_TEXT_CHARS} characters"));
+        }
+        if let Some((_, token)) = analyse(wording, context).specifics.first() {
+            return Err(format!(
+                "the general wording of c:{id} names {token:?}, which is of one mission"
+            ));
+        }
+    }
+    for id in &judgments.local {
+        lesson(id)?;
+    }
+    Ok(())
+}
+
+/// `items` (read in `context`) with the calls applied: the items said to be the same merged
+/// (all their entries in one item), and each decision said to be replaced superseded by its
+/// successor. Calls naming items that are not there any more do nothing.
+pub fn apply(items: Vec<Item>, judgments: &Judgments, context: &Context) -> Vec<Item> {
+    let mut items = items;
+    for [a, b] in &judgments.same {
+        let find =
+            |items: &[Item], id: &str| items.iter().position(|i| i.entry_ids().any(|e| e == id));
+        let (Some(x), Some(y)) = (find(&items, a), find(&items, b)) else {
+            continue;
+        };
+        if x == y || items[x].kind == Kind::Decision || items[y].kind == Kind::Decision {
+            continue;
+        }
+        let (first, second) = (x.min(y), x.max(y));
+        let removed = items.remove(second);
+        let kept = items.remove(first);
+        let mut evidence = kept.evidence;
+        evidence.extend(removed.evidence);
+        items.push(items::item(false, evidence, context));
+    }
+    items.sort_by(|a, b| a.id.cmp(&b.id));
+    for [newer, older] in &judgments.supersedes {
+        let find = |id: &str| items.iter().position(|i| i.entry_ids().any(|e| e == id));
+        let (Some(new), Some(old)) = (find(newer), find(older)) else {
+            continue;
+        };
+        if items[new].kind == Kind::Decision
+            && items[old].kind == Kind::Decision
+            && items[new].last_seen > items[old].last_seen
+        {
+            items[old].superseded_by = Some(items[new].id.clone());
+        }
+    }
+    items
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_are_read_from_the_last_judgments_block() {
+        let answer = "text\n```judgments\nlocal c:0123456789\n```\n```judgments\n\
+                      same c:0123456789 c:abcdefabcd\n\
+                      supersedes c:1111111111 c:2222222222\n\
+                      general c:3333333333: run the formatter before committing\n\
+                      local c:4444444444\n```\n";
+        let judgments = parse(answer).unwrap();
+        assert_eq!(
+            judgments.same,
+            [["0123456789".to_string(), "abcdefabcd".to_string()]]
+        );
+        assert_eq!(judgments.supersedes.len(), 1);
+        assert_eq!(
+            judgments.general["3333333333"],
+            "run the formatter before committing"
+        );
+        assert!(judgments.local.contains("4444444444") && judgments.local.len() == 1);
+        assert_eq!(parse("no block").unwrap(), Judgments::default());
+        assert!(parse("```judgments\nmerge c:0123456789\n```")
+            .unwrap_err()
+            .contains("is not a judgment"));
+        assert!(parse("```judgments\nsame c:0123456789\n```")
+            .unwrap_err()
+            .contains("too few items"));
+    }
+}

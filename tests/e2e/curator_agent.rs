@@ -1,0 +1,160 @@
+//! The curator's agent making the semantic calls (`curate --agent`, a ```` ```judgments ````
+//! block): items that say the same, a decision replaced, knowledge general (in the agent's
+//! wording) or local. The deterministic rules check the calls before anything is kept: a call
+//! that breaks hygiene or would lose an item has the whole answer rejected.
+
+use harness_core::roles::curator::log;
+use harness_tests::{code, text, Project};
+
+/// Three workers' entries: a trick whose every wording names a path of the project (the rules
+/// alone never graduate it), a trick they graduate, two decisions on one subject in other
+/// words, and two remarks on one thing in other words.
+const RAW: &str = "\
+[2026-05-04T08:00:00Z] worker F-001 TRICK: npx drizzle-kit generate --config tools/db/drizzle.config.ts writes the SQL migration
+[2026-05-04T08:00:00Z] worker F-001 DECISION: REST endpoints are versioned under a path prefix
+[2026-05-04T08:00:00Z] worker F-001 -: iteration 1 of F-001: completed
+[2026-05-04T09:00:00Z] worker F-002 TRICK: run npx drizzle-kit generate --config tools/db/drizzle.config.ts after each schema change
+[2026-05-04T09:00:00Z] worker F-002 TRICK: cargo test -q keeps the output short
+[2026-05-04T09:00:00Z] worker F-002 LESSON: reload the page after the service worker updates
+[2026-05-04T09:00:00Z] worker F-002 -: iteration 1 of F-002: completed
+[2026-05-04T10:00:00Z] worker F-003 TRICK: the output stays short with cargo test -q
+[2026-05-04T10:00:00Z] worker F-003 AVOID: trusting a cached bundle right after a deploy
+[2026-05-04T10:00:00Z] worker F-003 DECISION: the public API is GraphQL only
+[2026-05-04T10:00:00Z] worker F-003 -: iteration 1 of F-003: completed
+";
+
+/// The id of the entry of RAW whose text starts with `start` (an item's id is its first
+/// entry's).
+fn id(start: &str) -> String {
+    log::read(RAW.as_bytes(), &[])
+        .lines()
+        .find(|line| line.text().contains(&format!(": {start}")))
+        .unwrap_or_else(|| panic!("no entry {start}"))
+        .id()
+}
+
+/// summary.md as the deterministic pass writes it for RAW (in a project of its own).
+fn draft_summary() -> String {
+    let project = Project::new("features: []\n", "steps: []\n");
+    project.write_state("raw.md", RAW);
+    assert_eq!(code(&project.curator(&["--quiet"])), 0);
+    project.read_state("summary.md")
+}
+
+/// A project with RAW in raw.md whose curator's agent answers the draft unchanged and the
+/// calls `judgments`; the curator run with `--agent` on it, and its stderr.
+fn answered(judgments: &str) -> (Project, String) {
+    let project = Project::new("features: []\n", "steps: [[cat: answer.md]]\n");
+    let answer = format!(
+        "```markdown\n{}```\n\n```judgments\n{judgments}\n```\n",
+        draft_summary()
+    );
+    std::fs::write(project.root().join("answer.md"), answer).unwrap();
+    project.write_state("raw.md", RAW);
+    let out = project.curator(&["--agent", "--quiet"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    (project, text(&out.stderr))
+}
+
+fn identity(project: &Project) -> String {
+    std::fs::read_to_string(project.identity_dir().join("worker.md")).unwrap_or_default()
+}
+
+#[test]
+fn the_agents_calls_are_kept_when_the_rules_allow_them() {
+    // The rules alone: the trick with a path does not graduate, the other does; both
+    // decisions are current; the two remarks are two items.
+    let plain = Project::new("features: []\n", "steps: []\n");
+    plain.write_state("raw.md", RAW);
+    assert_eq!(code(&plain.curator(&["--quiet"])), 0);
+    assert!(
+        !identity(&plain).contains("drizzle-kit") && identity(&plain).contains("cargo test -q")
+    );
+    let summary = plain.read_state("summary.md");
+    assert!(
+        summary.contains("- REST endpoints are versioned")
+            && summary.contains("- the public API is GraphQL"),
+        "{summary}"
+    );
+
+    let calls = format!(
+        "same c:{} c:{}\nsupersedes c:{} c:{}\ngeneral c:{}: npx drizzle-kit generate --config <config file> writes the SQL migration\nlocal c:{}",
+        id("reload the page"),
+        id("trusting a cached bundle"),
+        id("the public API"),
+        id("REST endpoints"),
+        id("npx drizzle-kit"),
+        id("cargo test -q"),
+    );
+    let (project, stderr) = answered(&calls);
+    assert!(
+        stderr.contains("the agent's rewrite was kept: 0 of ") && stderr.contains("; 4 calls"),
+        "{stderr}"
+    );
+    let worker = identity(&project);
+    assert!(
+        worker.contains("- npx drizzle-kit generate --config <config file> writes the SQL migration (graduated "),
+        "{worker}"
+    );
+    assert!(
+        !worker.contains("cargo test -q"),
+        "a local item graduated: {worker}"
+    );
+    let memory = project.read_state("MEMORY.md");
+    let history = memory.split("## History\n").nth(1).unwrap();
+    assert!(
+        history.contains("REST endpoints are versioned") && history.contains("superseded by"),
+        "{memory}"
+    );
+    // The two remarks are one item, seen twice: it is promoted.
+    let summary = project.read_state("summary.md");
+    assert!(summary.contains("(2× by F-002, F-003;"), "{summary}");
+    // The calls are remembered: a plain pass keeps them.
+    let record = project.read_state("curator.json");
+    assert!(
+        record.contains("\"judgments\"") && record.contains("\"supersedes\""),
+        "{record}"
+    );
+    assert_eq!(code(&project.curator(&["--quiet"])), 0);
+    assert!(project
+        .read_state("MEMORY.md")
+        .split("## History\n")
+        .nth(1)
+        .unwrap()
+        .contains("REST endpoints"));
+    assert_eq!(project.read_state("summary.md"), summary);
+}
+
+#[test]
+fn an_answer_whose_calls_break_the_rules_is_rejected() {
+    let expected = draft_summary();
+    for (calls, reason) in [
+        (
+            format!(
+                "general c:{}: npx drizzle-kit generate --config tools/db/drizzle.config.ts writes it",
+                id("npx drizzle-kit")
+            ),
+            "names \"tools/db/drizzle.config.ts\", which is of one mission",
+        ),
+        (
+            format!("same c:{} c:{}", id("REST endpoints"), id("reload the page")),
+            "is a decision, not a lesson",
+        ),
+        (
+            format!("supersedes c:{} c:{}", id("REST endpoints"), id("the public API")),
+            "is not newer than",
+        ),
+        (format!("local c:{}", "0123456789"), "is not an item of this pass"),
+        ("merge everything".to_string(), "is not a judgment"),
+    ] {
+        let (project, stderr) = answered(&calls);
+        assert!(
+            stderr.contains("the agent's rewrite was rejected: ") && stderr.contains(reason),
+            "{calls}: {stderr}"
+        );
+        // Nothing of the answer was kept: the deterministic pass's files.
+        assert_eq!(project.read_state("summary.md"), expected);
+        assert!(!identity(&project).contains("drizzle-kit"));
+        assert!(!project.read_state("curator.json").contains("judgments"));
+    }
+}
