@@ -44,8 +44,8 @@ struct Cli {
     #[arg(long)]
     agent: bool,
 
-    /// The similarity (0 to 1: the Dice coefficient of their normalised content words) at which
-    /// two entries say the same thing [default: 0.6].
+    /// The similarity (0 to 1: the Dice coefficient of their normalised content words, each
+    /// weighing by its rarity) at which two entries say the same thing [default: 0.3].
     #[arg(long, value_name = "X")]
     similarity: Option<f64>,
 

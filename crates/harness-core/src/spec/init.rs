@@ -69,7 +69,7 @@ rate_limit: {wait_secs: 300, max_waits: 12}
 # Run a curator pass (./run.sh curate) after every validator verdict.
 auto_curate: false
 # The curator's thresholds and bounds (the defaults shown):
-# curator: {similarity: 0.6, supersede_similarity: 0.4, promote_min_seen: 2, keep_raw: 10,
+# curator: {similarity: 0.3, supersede_similarity: 0.4, promote_min_seen: 2, keep_raw: 10,
 #           summary_max_lines: 40, summary_max_tokens: 800, memory_max_lines: 200,
 #           graduate_trick_workers: 2, graduate_failure_missions: 2, graduate_convention_times: 3}
 # Where `./run.sh all` runs each feature: local (here) or slurm (one Slurm job per feature; the

@@ -185,6 +185,8 @@ pub struct Recurrence {
     /// This mission, and what is specific in it.
     mission: String,
     context: Context,
+    /// Whether the ledger holds another mission's items (else nothing is looked up).
+    others: bool,
 }
 
 /// How many wordings of an item of this mission are looked up in the ledger (the most frequent).
@@ -219,7 +221,7 @@ impl Recurrence {
             }
         }
         let vocabulary = Vocabulary::new(words.iter().map(Vec::as_slice));
-        let mut index = Index::new(threshold);
+        let mut index = Index::weighted(threshold);
         for set in &words {
             index.insert(vocabulary.weighted_ids(set));
         }
@@ -227,6 +229,7 @@ impl Recurrence {
             vocabulary,
             index,
             of_wording,
+            others: recorded.iter().any(|r| r.mission != mission),
             recorded,
             contexts,
             mission: mission.to_string(),
@@ -237,6 +240,9 @@ impl Recurrence {
     /// The ledger's items of other missions like `item` (of this mission), but those with the
     /// same first entry (the same mission under another id).
     fn matches(&self, item: &Item) -> Vec<&Recorded> {
+        if !self.others {
+            return Vec::new();
+        }
         let own: HashSet<&str> = item.entry_ids().collect();
         let mut found: BTreeSet<usize> = BTreeSet::new();
         for (text, ..) in hygiene::wordings(item).into_iter().take(LOOKED_UP) {
@@ -335,7 +341,7 @@ impl Known {
         let text = text.unwrap_or("");
         let mut known = Self {
             ids: HashMap::new(),
-            lines: Index::new(threshold),
+            lines: Index::weighted(threshold),
         };
         for whole in text.lines() {
             let shown = strip_comments(whole);
@@ -481,6 +487,15 @@ fn earned(
     (context, judged): (&Context, &Judgments),
     params: &Params,
 ) -> Option<(Rule, String, String)> {
+    let sources = independent(item);
+    let trick = item.evidence.iter().any(|e| e.tag == Tag::Trick);
+    let missions = recurrence.missions_of(item);
+    let possible = (trick && sources.len() >= params.graduate_trick_workers)
+        || missions.len() >= params.graduate_failure_missions
+        || sources.len() >= params.graduate_convention_times;
+    if !possible || judged.is_local(item) {
+        return None;
+    }
     let wordings = hygiene::wordings(item);
     // The agent's call, when it made one, in place of the rules of thumb.
     let general = judged.general_wording(item);
@@ -493,7 +508,7 @@ fn earned(
                 || hygiene::about_features(item, context)
         }
     };
-    if local || judged.is_local(item) {
+    if local {
         return None;
     }
     let own: Vec<Said> = wordings
@@ -508,8 +523,6 @@ fn earned(
         .collect();
     let others = recurrence.others(item);
     let wording = |needed| hygiene::general_wording(&own, &others, needed, general);
-    let sources = independent(item);
-    let trick = item.evidence.iter().any(|e| e.tag == Tag::Trick);
     if trick && sources.len() >= params.graduate_trick_workers {
         let needed = Needed::Features {
             count: params.graduate_trick_workers,
@@ -524,7 +537,6 @@ fn earned(
             return Some((Rule::Trick, reason, wording));
         }
     }
-    let missions = recurrence.missions_of(item);
     if missions.len() >= params.graduate_failure_missions {
         if let Some(wording) = wording(Needed::Missions(params.graduate_failure_missions)) {
             let what = if item.kind == Kind::Avoid {

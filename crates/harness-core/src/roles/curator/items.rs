@@ -24,7 +24,7 @@ use crate::state::memory::Tag;
 
 use super::join::{self, Vocabulary};
 use super::log::Line;
-use super::similarity::{analyse, generalise, similarity, Context};
+use super::similarity::{generalise, read_words, similarity, Context, MAX_WEIGHT};
 use super::supersede;
 use super::{Background, Cancelled};
 
@@ -155,7 +155,7 @@ pub fn group(
         .filter(|&node| nodes[node].0 .0 != Kind::Decision)
         .collect();
     let ids = weighted(members.iter().map(|&node| &nodes[node].0 .1), cancel)?;
-    for (member, representative) in join::groups(&ids, threshold, cancel)?
+    for (member, representative) in join::groups(&ids, MAX_WEIGHT, threshold, cancel)?
         .into_iter()
         .enumerate()
     {
@@ -216,7 +216,7 @@ fn nodes(
             continue;
         };
         nodes
-            .entry((kind, analyse(&entry.text, context).words))
+            .entry((kind, read_words(&entry.text, context).words))
             .or_default()
             .push(Evidence {
                 id: line.id(),
@@ -274,12 +274,17 @@ pub(super) fn item(decision: bool, mut evidence: Vec<Evidence>, context: &Contex
         .iter()
         .filter_map(|e| e.feature.as_ref().map(FeatureId::as_str))
         .collect();
-    let text = generalise(&wording, evidence.iter().map(|e| e.text.as_str()), context);
+    let read = read_words(&wording, context);
+    let text = generalise(
+        (&wording, &read.specifics),
+        evidence.iter().map(|e| e.text.as_str()),
+        context,
+    );
     Item {
         id: first.id.clone(),
         kind,
         tag,
-        words: analyse(&wording, context).words,
+        words: read.words,
         text,
         seen: invocations.len(),
         workers: workers.into_iter().collect(),
@@ -316,7 +321,7 @@ fn central_wording(evidence: &[Evidence], context: &Context) -> String {
     }
     let words: Vec<Vec<String>> = ranked
         .iter()
-        .map(|(text, ..)| analyse(text, context).words)
+        .map(|(text, ..)| read_words(text, context).words)
         .collect();
     let mut best = (f64::MIN, 0);
     for (index, own) in words.iter().enumerate() {

@@ -191,26 +191,36 @@ impl Pair<'_> {
 /// they are not alike. For each set, the number of one set of its group (the same for the whole
 /// group); a set with no word is alone. `cancel` is asked at every set; when it says so, the
 /// join stops with [`Cancelled`].
+///
+/// `copies`: 1 for sets of words, [`MAX_WEIGHT`] for sets of [`Vocabulary::weighted_ids`],
+/// where the copies of a word share their postings: only the first is indexed and looked up
+/// (the first number two sets share is the first copy of the first word they share).
 pub fn groups(
     sets: &[Vec<u32>],
+    copies: u32,
     threshold: f64,
     cancel: &dyn Fn() -> bool,
 ) -> Result<Vec<usize>, Cancelled> {
-    let (mut prefixes, order) = Prefixes::new(sets, threshold);
+    let (mut prefixes, order) = Prefixes::new(sets, threshold, copies);
     let mut groups = DisjointSets::new(order.len());
     for later in 0..order.len() {
         if cancel() {
             return Err(Cancelled);
         }
+        // The root of the later set's group, kept as it joins groups.
+        let mut root = groups.root(later);
         prefixes.probe(later, |mut meeting| {
             // A set already in the group needs no comparing: in a large group (a lesson said a
             // thousand ways), that is most of the sets met. The group it was in when indexed
-            // is at hand, and usually still the group's root: nothing else to read.
-            if groups.root(meeting.group) != groups.root(later)
+            // is at hand, and usually still the group's root: nothing else to read (not even
+            // the union-find's memory, which a large log does not keep in the caches).
+            if meeting.group != root
+                && groups.root(meeting.group) != root
                 && meeting.first()
                 && meeting.pair().is_some_and(|pair| pair.reaches().is_some())
             {
                 groups.join(meeting.earlier, later);
+                root = groups.root(later);
             }
         });
         let group = groups.root(later);
@@ -233,7 +243,7 @@ pub fn candidate_pairs(
     cancel: &dyn Fn() -> bool,
     mut visit: impl FnMut(usize, usize, Pair),
 ) -> Result<(), Cancelled> {
-    let (mut prefixes, order) = Prefixes::new(sets, threshold);
+    let (mut prefixes, order) = Prefixes::new(sets, threshold, 1);
     for later in 0..order.len() {
         if cancel() {
             return Err(Cancelled);
@@ -274,6 +284,8 @@ struct Prefixes {
     postings: HashMap<u32, (usize, Vec<Posting>)>,
     /// The set that last met each set: a set met through two words is met once.
     last_visitor: Vec<usize>,
+    /// How many numbers stand for one word (see [`groups`]): only the first is indexed.
+    copies: u32,
 }
 
 /// Two sets that met in the index: both by rank, and what the filters need to know.
@@ -326,7 +338,7 @@ fn set<'w>(words: &'w [u32], ends: &[usize], rank: usize) -> &'w [u32] {
 impl Prefixes {
     /// The index for `sets`, empty, and the number of the set of each rank. Sets with no word
     /// have no rank: they are like no other.
-    fn new(sets: &[Vec<u32>], threshold: f64) -> (Self, Vec<usize>) {
+    fn new(sets: &[Vec<u32>], threshold: f64, copies: u32) -> (Self, Vec<usize>) {
         // Shortest first: each set is then compared with sets no longer than itself, which
         // are indexed by their shorter `indexed` prefixes.
         let mut order: Vec<usize> = (0..sets.len()).filter(|&i| !sets[i].is_empty()).collect();
@@ -348,6 +360,7 @@ impl Prefixes {
             bounds,
             postings: HashMap::new(),
             last_visitor: vec![usize::MAX; order.len()],
+            copies: copies.max(1),
         };
         (prefixes, order)
     }
@@ -364,10 +377,14 @@ impl Prefixes {
             bounds,
             postings,
             last_visitor,
+            copies,
         } = self;
         let probing = set(words, ends, later);
         let bound = &bounds[&probing.len()];
         for (position, word) in probing[..bound.probe].iter().enumerate() {
+            if word % *copies != 0 {
+                continue;
+            }
             let Some((start, list)) = postings.get_mut(word) else {
                 continue;
             };
@@ -402,6 +419,9 @@ impl Prefixes {
             .iter()
             .enumerate()
         {
+            if word % self.copies != 0 {
+                continue;
+            }
             let (_, list) = self.postings.entry(*word).or_default();
             list.push(Posting {
                 rank: later as u32,
@@ -452,15 +472,26 @@ pub struct Index {
     threshold: f64,
     sets: Vec<Vec<u32>>,
     postings: HashMap<u32, Vec<u32>>,
+    /// How many numbers stand for one word (see [`groups`]).
+    copies: u32,
 }
 
 impl Index {
-    /// An empty index for `threshold`.
+    /// An empty index of sets of words for `threshold`.
     pub fn new(threshold: f64) -> Self {
         Self {
             threshold,
             sets: Vec::new(),
             postings: HashMap::new(),
+            copies: 1,
+        }
+    }
+
+    /// An empty index of sets of [`Vocabulary::weighted_ids`] for `threshold`.
+    pub fn weighted(threshold: f64) -> Self {
+        Self {
+            copies: MAX_WEIGHT,
+            ..Self::new(threshold)
         }
     }
 
@@ -468,7 +499,9 @@ impl Index {
     pub fn insert(&mut self, set: Vec<u32>) {
         let number = self.sets.len() as u32;
         for word in &set[..self.prefix(set.len())] {
-            self.postings.entry(*word).or_default().push(number);
+            if word % self.copies == 0 {
+                self.postings.entry(*word).or_default().push(number);
+            }
         }
         self.sets.push(set);
     }
@@ -479,6 +512,7 @@ impl Index {
         let mut candidates: Vec<u32> = if self.threshold > 0.0 {
             set[..self.prefix(set.len())]
                 .iter()
+                .filter(|word| *word % self.copies == 0)
                 .filter_map(|word| self.postings.get(word))
                 .flatten()
                 .copied()
@@ -591,7 +625,7 @@ mod tests {
         // Bounds for every length up to the longest set would take the square of its length.
         let long: Vec<u32> = (0..200_000).collect();
         let sets = vec![vec![1, 2, 3], long.clone(), long, vec![7, 8]];
-        let groups = groups(&sets, 0.6, &|| false).unwrap();
+        let groups = groups(&sets, 1, 0.6, &|| false).unwrap();
         assert_eq!(groups, [0, 1, 1, 3]);
     }
 

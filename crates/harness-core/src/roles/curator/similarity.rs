@@ -134,22 +134,27 @@ pub fn analyse(text: &str, context: &Context) -> Analysis {
     read(text, context, true)
 }
 
-/// `wording` as the text of an item whose entries say `texts`: each specific token of it (but
-/// the project's name) that one of `texts` does not hold is replaced by its placeholder, so that
-/// entries differing in such tokens are not shown in one of their wordings.
+/// `text` read in `context`, but its identifiers (what the grouping of every entry needs).
+pub fn read_words(text: &str, context: &Context) -> Analysis {
+    read(text, context, false)
+}
+
+/// `wording` (with `own`, its specific tokens) as the text of an item whose entries say `texts`:
+/// each specific token of it (but the project's name) that one of `texts` does not hold is
+/// replaced by its placeholder, so that entries differing in such tokens are not shown in one
+/// of their wordings.
 pub fn generalise<'t>(
-    wording: &str,
+    (wording, own): (&str, &[(Specific, String)]),
     texts: impl Iterator<Item = &'t str>,
     context: &Context,
 ) -> String {
-    let own = analyse(wording, context).specifics;
     if own.iter().all(|(kind, _)| *kind == Specific::Project) {
         return wording.to_string();
     }
     let others: BTreeSet<&str> = texts.filter(|text| *text != wording).collect();
     let others: Vec<Vec<(Specific, String)>> = others
         .into_iter()
-        .map(|text| analyse(text, context).specifics)
+        .map(|text| read_words(text, context).specifics)
         .collect();
     replace_specifics(wording, context, |kind, token| {
         kind == Specific::Project
@@ -276,12 +281,14 @@ fn join_digit_groups(text: String) -> String {
         let w = w.trim_end_matches([',', ';', '.', ')']);
         w.len() >= 3 && w.bytes().all(|b| b.is_ascii_digit())
     };
-    if !text
-        .split(' ')
-        .collect::<Vec<_>>()
-        .windows(2)
-        .any(|p| group(p[0]) && group(p[1]))
-    {
+    let mut previous = false;
+    let joinable = text.split(' ').any(|word| {
+        let is_group = group(word);
+        let both = previous && is_group;
+        previous = is_group;
+        both
+    });
+    if !joinable {
         return text;
     }
     let mut joined = String::with_capacity(text.len());
@@ -314,6 +321,13 @@ const TRIM_END: [char; 13] = [
 /// What the (lowercase, trimmed) `token` names, if it is something of one mission.
 fn specific(token: &str, context: &Context) -> Option<Specific> {
     let bytes = token.as_bytes();
+    if bytes.iter().all(u8::is_ascii_lowercase) {
+        // A plain word (most tokens): at most the project's name.
+        let project = context.project.as_deref();
+        return project
+            .filter(|name| token.contains(name))
+            .map(|_| Specific::Project);
+    }
     if context.features.contains(token) || looks_like_feature_id(token, context) {
         return Some(Specific::FeatureId);
     }

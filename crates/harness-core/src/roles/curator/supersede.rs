@@ -79,26 +79,45 @@ struct Decision {
 }
 
 impl Decision {
-    fn of(item: &Item, vocabulary: &Vocabulary, context: &Context) -> Self {
+    /// What the rules need to know of `item`, but its words (see [`Decision::weigh`]).
+    fn of(item: &Item, context: &Context) -> Self {
         let text = &item.text;
         let lowered = format!(
             " {} ",
             text.to_lowercase()
-                .replace(|c: char| !c.is_alphanumeric(), " ")
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
         );
-        let has = |phrases: &[&str]| phrases.iter().any(|p| lowered.contains(&format!(" {p} ")));
+        let has = |phrases: &[&str]| {
+            phrases.iter().any(|p| {
+                lowered.match_indices(p).any(|(at, _)| {
+                    lowered.as_bytes()[at - 1] == b' ' && lowered.as_bytes()[at + p.len()] == b' '
+                })
+            })
+        };
         Self {
             about: subject(text, context),
             acronyms: acronyms(text),
-            initials: initials(text),
+            initials: BTreeSet::new(),
             changes: has(CHANGES),
             adds: has(ADDITIONS),
-            weighted: vocabulary.weighted_ids(&topical(&item.words)),
-            rare: topical(&item.words)
-                .into_iter()
-                .filter(|w| vocabulary.holding(w) <= RARE)
-                .collect(),
+            weighted: Vec::new(),
+            rare: BTreeSet::new(),
         }
+    }
+
+    /// Its words weighed by `vocabulary`, and the rare ones: what a decision announcing a
+    /// change is compared by.
+    fn weigh(&mut self, item: &Item, vocabulary: &Vocabulary) {
+        let topical = topical(&item.words);
+        self.rare = topical
+            .iter()
+            .filter(|w| vocabulary.holding(w) <= RARE)
+            .cloned()
+            .collect();
+        self.weighted = vocabulary.weighted_ids(&topical);
     }
 
     /// Whether the two are about the same thing (but their words).
@@ -136,29 +155,25 @@ pub fn mark(
     let decisions: Vec<usize> = (0..items.len())
         .filter(|&i| items[i].kind == Kind::Decision)
         .collect();
-    // Rarity among everything the mission said: a tool named by two decisions is rare, `run`
-    // is not.
-    let vocabulary = Vocabulary::new(items.iter().map(|item| item.words.as_slice()));
-    let mut read = Vec::with_capacity(decisions.len());
-    for &i in &decisions {
-        if cancel() {
-            return Err(Cancelled);
-        }
-        read.push(Decision::of(&items[i], &vocabulary, context));
-    }
+    let read = read_decisions(items, &decisions, context, cancel)?;
     let mut successors = Successors::new(items, &decisions);
     let score =
         |a: usize, b: usize| similarity(&items[decisions[a]].words, &items[decisions[b]].words);
-    let offer = |a: usize, b: usize, alike: bool, successors: &mut Successors| {
+    // Every pair is scored only once the order of the two is known (most pairs of a large log
+    // are met by the join and fall short).
+    let offer = |a: usize, b: usize, successors: &mut Successors| {
         successors.offer(a, b, |older, newer| {
-            replaces(&read[older], &read[newer], score(a, b), alike)
+            let score = score(a, b);
+            replaces(&read[older], &read[newer], score, score >= supersede)
         });
     };
     if supersede > 0.0 {
         let ids = numbered(&decisions, items, cancel)?;
         join::candidate_pairs(&ids, supersede, cancel, |a, b, pair| {
-            let alike = pair.reaches().is_some();
-            offer(a, b, alike, &mut successors);
+            successors.offer(a, b, |older, newer| {
+                let score = pair.reaches()?;
+                replaces(&read[older], &read[newer], score, true)
+            });
         })?;
     } else {
         // At a threshold of 0 or below, decisions that share no word are alike too: every
@@ -168,18 +183,53 @@ pub fn mark(
                 return Err(Cancelled);
             }
             for b in a + 1..decisions.len() {
-                offer(a, b, score(a, b) >= supersede, &mut successors);
+                offer(a, b, &mut successors);
             }
         }
     }
     for (a, b) in other_candidates(&read, &successors.last_seen, cancel)? {
-        offer(a, b, false, &mut successors);
+        offer(a, b, &mut successors);
     }
     let chosen: Vec<Option<String>> = successors.chosen();
     for (decision, successor) in decisions.into_iter().zip(chosen) {
         items[decision].superseded_by = successor;
     }
     Ok(())
+}
+
+/// What the rules need to know of each of `decisions` (indices in `items`). The initials of
+/// their words are worked out only if some decision has an acronym, and their words weighed
+/// only if some decision announces a change: in a log of many decisions, neither is needed.
+fn read_decisions(
+    items: &[Item],
+    decisions: &[usize],
+    context: &Context,
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<Decision>, Cancelled> {
+    let mut read = Vec::with_capacity(decisions.len());
+    for &i in decisions {
+        if cancel() {
+            return Err(Cancelled);
+        }
+        read.push(Decision::of(&items[i], context));
+    }
+    if read.iter().any(|d| !d.acronyms.is_empty()) {
+        for (decision, &i) in read.iter_mut().zip(decisions) {
+            decision.initials = initials(&items[i].text);
+        }
+    }
+    if read.iter().any(|d| d.changes) {
+        // Rarity among everything the mission said: a tool named by two decisions is rare,
+        // `run` is not.
+        let vocabulary = Vocabulary::new(items.iter().map(|item| item.words.as_slice()));
+        for (decision, &i) in read.iter_mut().zip(decisions) {
+            if cancel() {
+                return Err(Cancelled);
+            }
+            decision.weigh(&items[i], &vocabulary);
+        }
+    }
+    Ok(read)
 }
 
 /// The decisions' words as numbers, for the join.
@@ -271,7 +321,7 @@ fn subject(text: &str, context: &Context) -> BTreeSet<String> {
     let Some(copula) = words.iter().position(|w| COPULAS.contains(w)) else {
         return BTreeSet::new();
     };
-    super::similarity::analyse(&words[..copula].join(" "), context)
+    super::similarity::read_words(&words[..copula].join(" "), context)
         .words
         .into_iter()
         .filter(|w| !w.starts_with('`'))
@@ -372,11 +422,7 @@ pub(super) fn naive(items: &[Item], supersede: f64, context: &Context) -> Vec<Op
     let decisions: Vec<usize> = (0..items.len())
         .filter(|&i| items[i].kind == Kind::Decision)
         .collect();
-    let vocabulary = Vocabulary::new(items.iter().map(|item| item.words.as_slice()));
-    let read: Vec<Decision> = decisions
-        .iter()
-        .map(|&i| Decision::of(&items[i], &vocabulary, context))
-        .collect();
+    let read = read_decisions(items, &decisions, context, &|| false).unwrap();
     let mut successors = Successors::new(items, &decisions);
     for a in 0..decisions.len() {
         for b in a + 1..decisions.len() {

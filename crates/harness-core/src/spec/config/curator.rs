@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CuratorParams {
-    /// Two entries of one kind say the same thing when the similarity of their words (Dice
-    /// coefficient of normalised content words, 0 to 1) reaches this.
+    /// Two entries say the same thing when the similarity of their words (Dice coefficient of
+    /// normalised content words, each weighing by its rarity, 0 to 1) reaches this; also the
+    /// similarity at which an item of this mission is one of another in the ledger.
     pub similarity: f64,
     /// A newer decision supersedes an older one when their similarity reaches this.
     pub supersede_similarity: f64,
@@ -24,11 +25,13 @@ pub struct CuratorParams {
     pub summary_max_tokens: usize,
     /// MEMORY.md's bound in lines.
     pub memory_max_lines: usize,
-    /// Distinct workers that must report a TRICK for it to graduate.
+    /// Distinct features on which knowledge with a TRICK among its entries must be reported to
+    /// graduate.
     pub graduate_trick_workers: usize,
-    /// Missions in which a failure mode must be seen for it to graduate.
+    /// Missions in which knowledge (a lesson or a failure mode) must be seen to graduate.
     pub graduate_failure_missions: usize,
-    /// Times a convention must be recorded (forgotten, relearnt) for it to graduate.
+    /// Distinct features on which a convention must be recorded (forgotten, relearnt) for it to
+    /// graduate.
     pub graduate_convention_times: usize,
 }
 
