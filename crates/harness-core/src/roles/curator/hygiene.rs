@@ -336,35 +336,24 @@ mod tests {
         let wording = general_wording(&own, &others, Needed::Missions(2), None).unwrap();
         assert!(wording.contains("port <n> is already in use"), "{wording}");
         // The project's name never graduates; an identifier only when two features name it.
-        let own = [
-            said(
-                "assert_cmd::Command::cargo_bin(\"shopfront\") runs the binary",
-                "web",
-                &web,
-                "F-001",
-            ),
-            said(
-                "assert_cmd::Command::cargo_bin runs the built binary",
-                "web",
-                &web,
-                "F-001",
-            ),
-        ];
-        assert_eq!(general_wording(&own, &[], TWO, None), None);
-        let own = [
-            said(
-                "assert_cmd::Command::cargo_bin(\"shopfront\") runs the binary",
-                "web",
-                &web,
-                "F-001",
-            ),
-            said(
-                "assert_cmd::Command::cargo_bin runs the built binary",
-                "web",
-                &web,
-                "F-002",
-            ),
-        ];
+        let by = |second: &'static str| {
+            [
+                said(
+                    "assert_cmd::Command::cargo_bin(\"shopfront\") runs the binary",
+                    "web",
+                    &web,
+                    "F-001",
+                ),
+                said(
+                    "assert_cmd::Command::cargo_bin runs the built binary",
+                    "web",
+                    &web,
+                    second,
+                ),
+            ]
+        };
+        assert_eq!(general_wording(&by("F-001"), &[], TWO, None), None);
+        let own = by("F-002");
         assert_eq!(
             general_wording(&own, &[], TWO, None).as_deref(),
             Some("assert_cmd::Command::cargo_bin runs the built binary")

@@ -495,57 +495,64 @@ fn last_components(token: &str) -> &str {
     &token[cut + 1..]
 }
 
+/// Irregular forms and their base forms, and words that say one thing of a process. Sorted.
+const IRREGULAR: &[(&str, &str)] = &[
+    ("broke", "break"),
+    ("broken", "break"),
+    ("built", "build"),
+    ("caught", "catch"),
+    ("forgot", "forget"),
+    ("forgotten", "forget"),
+    ("found", "find"),
+    ("gave", "give"),
+    ("given", "give"),
+    ("held", "hold"),
+    ("hung", "hang"),
+    ("kept", "keep"),
+    ("made", "make"),
+    ("ran", "run"),
+    ("return", "exit"),
+    ("returned", "exit"),
+    ("returns", "exit"),
+    ("saw", "see"),
+    ("seen", "see"),
+    ("sent", "send"),
+    ("shown", "show"),
+    ("stuck", "hang"),
+    ("taken", "take"),
+    ("timeout", "hang"),
+    ("took", "take"),
+    ("went", "go"),
+    ("written", "write"),
+    ("wrote", "write"),
+];
+
 /// The base form of a common irregular past tense or participle, or the one word for words
 /// that say the same of a process (`hung`, `stuck`, `timeout` → `hang`; `returns` → `exit`).
 fn irregular(word: &str) -> Option<&'static str> {
-    const IRREGULAR: &[(&str, &str)] = &[
-        ("broke", "break"),
-        ("broken", "break"),
-        ("built", "build"),
-        ("caught", "catch"),
-        ("forgot", "forget"),
-        ("forgotten", "forget"),
-        ("found", "find"),
-        ("gave", "give"),
-        ("given", "give"),
-        ("held", "hold"),
-        ("hung", "hang"),
-        ("kept", "keep"),
-        ("made", "make"),
-        ("ran", "run"),
-        ("return", "exit"),
-        ("returned", "exit"),
-        ("returns", "exit"),
-        ("saw", "see"),
-        ("seen", "see"),
-        ("sent", "send"),
-        ("shown", "show"),
-        ("stuck", "hang"),
-        ("taken", "take"),
-        ("timeout", "hang"),
-        ("took", "take"),
-        ("went", "go"),
-        ("written", "write"),
-        ("wrote", "write"),
-    ];
-    IRREGULAR
+    looked_up(IRREGULAR, word)
+}
+
+/// The second of the pair of `table` (sorted by its first) whose first is `word`.
+fn looked_up(table: &[(&str, &'static str)], word: &str) -> Option<&'static str> {
+    table
         .binary_search_by(|(form, _)| form.cmp(&word))
         .ok()
-        .map(|i| IRREGULAR[i].1)
+        .map(|i| table[i].1)
 }
+
+/// Stems that name one thing, and that one word. Sorted.
+const SAME: &[(&str, &str)] = &[
+    ("amount", "money"),
+    ("cent", "money"),
+    ("cost", "money"),
+    ("pric", "money"),
+];
 
 /// The one word for stems that name one thing in a project's talk: money (`price`, `amount`,
 /// `cost`, `cent`).
 fn one_word(stem: &str) -> Option<&'static str> {
-    const SAME: &[(&str, &str)] = &[
-        ("amount", "money"),
-        ("cent", "money"),
-        ("cost", "money"),
-        ("pric", "money"),
-    ];
-    SAME.iter()
-        .find(|(form, _)| *form == stem)
-        .map(|(_, one)| *one)
+    looked_up(SAME, stem)
 }
 
 /// `2026-04-24`, `2026-04-24T10:05:12Z`, `10:05:12`, `16:40`.
@@ -797,6 +804,9 @@ mod tests {
 
     #[test]
     fn irregular_forms_are_sorted_and_fold() {
+        for table in [IRREGULAR, SAME] {
+            assert!(table.windows(2).all(|pair| pair[0].0 < pair[1].0));
+        }
         assert_eq!(words("ran it, it hung"), words("run it, it hangs"));
         assert_eq!(words("forgot cargo fmt"), words("forget cargo fmt"));
     }
