@@ -13,7 +13,7 @@ use harness_core::spec::features::FeatureId;
 use harness_core::spec::layout::StateDir;
 use harness_core::spec::role::Role;
 use harness_core::state::memory::{self, RawEntry, Tag};
-use harness_tests::{code, repo_root, text, Project};
+use harness_tests::{code, repo_root, text, wait_at_most, Project};
 
 /// A labelled fixture of tests/fixtures/curation/.
 fn fixture(name: &str) -> String {
@@ -571,22 +571,6 @@ fn diverse_log(n: usize) -> String {
             (i / 1000) % 50
         )
     })
-}
-
-/// Waits for `child` at most `limit`; kills it and fails if it is still running then.
-fn wait_at_most(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[test]

@@ -256,7 +256,7 @@ fn a_usage_limit_is_waited_out_without_burning_an_iteration() {
     assert_eq!(outcomes(&project), ["rate_limited", "completed"]);
     assert_eq!(project.state("F-001")["iteration_count"], 1);
     assert!(
-        text(&out.stderr).contains("hit a rate or usage limit; waiting 0 s"),
+        text(&out.stderr).contains("the agent met a rate or usage limit (\"Claude AI usage limit reached|1777000000\"); waiting 0s before trying again (wait 1 of 3, not counted as an iteration)"),
         "{}",
         text(&out.stderr)
     );

@@ -21,6 +21,7 @@ mod redaction;
 mod reliability;
 mod report;
 mod resume;
+mod setbacks;
 mod symlinks;
 mod validator;
 mod worker_loop;

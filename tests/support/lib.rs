@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 /// The repository root (where run.sh is).
 pub fn repo_root() -> PathBuf {
@@ -369,6 +369,22 @@ fn indent(lines: &str) -> String {
         .filter(|l| !l.trim().is_empty())
         .map(|l| format!("  {l}\n"))
         .collect()
+}
+
+/// Waits for `child` at most `limit`; kills it and fails if it is still running then.
+pub fn wait_at_most(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Whether process `pid` exists.

@@ -29,7 +29,7 @@ pub mod progress;
 pub mod redact;
 pub mod transcript;
 
-pub use format::{Event, Parser, Usage};
+pub use format::{Event, Parser, Setback, SetbackKind, Usage};
 pub use redact::{RedactingStream, Redactor};
 
 /// The longest output line parsed (JSON events included); the rest of a longer line is still
@@ -239,8 +239,9 @@ pub struct OutputSummary {
     pub context_tokens: Option<u64>,
     /// The last tool or action seen.
     pub last_action: Option<String>,
-    /// What the agent said when it hit a rate or usage limit.
-    pub rate_limited: Option<String>,
+    /// The last setback the agent's CLI reported: a rate or usage limit, a transient service
+    /// error.
+    pub setback: Option<Setback>,
     /// The end of the readable output (text, or the assistant's text for JSON streams).
     pub tail: String,
     /// Memory entries found, in order, at most [`MAX_ENTRIES_PER_INVOCATION`].
@@ -396,7 +397,7 @@ impl OutputReader {
                     self.summary.context_tokens = Some(largest);
                 }
                 Event::Action(action) => self.summary.last_action = Some(action.clone()),
-                Event::RateLimited(text) => self.summary.rate_limited = Some(text.clone()),
+                Event::Setback(setback) => self.summary.setback = Some(setback.clone()),
             }
         }
     }

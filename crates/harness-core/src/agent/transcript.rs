@@ -60,7 +60,7 @@ impl Transcript {
                     }
                     self.shown.clear();
                 }
-                Event::Other(_) | Event::Usage(_) | Event::Context(_) | Event::RateLimited(_) => {}
+                Event::Other(_) | Event::Usage(_) | Event::Context(_) | Event::Setback(_) => {}
             }
         }
     }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::base::error::InputError;
+pub use crate::base::time::human_duration;
 use crate::base::time::Timestamp;
 use crate::mission::executor::{self, JobRecord};
 use crate::mission::leftovers::{self, Kept};
@@ -100,7 +101,7 @@ pub struct FeatureRow {
     pub id: String,
     pub title: String,
     pub status: BoardStatus,
-    /// Why it failed or is blocked, when known.
+    /// Why it failed or is blocked, or why its last run stopped, when known.
     pub reason: Option<String>,
     /// The features it was re-broken into.
     pub superseded_by: Vec<String>,
@@ -173,11 +174,15 @@ pub fn board(
                 id: feature.id.to_string(),
                 title: feature.title.trim().to_string(),
                 status,
+                // A pending feature's reason is why its last run stopped (a budget, a setback).
                 reason: state
                     .filter(|s| {
                         matches!(
                             s.status,
-                            Status::Failed | Status::Blocked | Status::Unmerged
+                            Status::Failed
+                                | Status::Blocked
+                                | Status::Unmerged
+                                | Status::Pending
                         )
                     })
                     .and_then(|s| s.reason.clone()),
@@ -266,17 +271,6 @@ fn seconds_spent(attempt: &Attempt, running: bool, now: Timestamp) -> u64 {
 fn sum_known<T: std::iter::Sum<T> + Copy>(values: impl Iterator<Item = Option<T>>) -> Option<T> {
     let known: Vec<T> = values.flatten().collect();
     (!known.is_empty()).then(|| known.into_iter().sum())
-}
-
-/// `45s`, `12m 05s`, `3h 07m`, `2d 04h`; `-` for nothing.
-pub fn human_duration(seconds: u64) -> String {
-    match seconds {
-        0 => "-".to_string(),
-        s if s < 60 => format!("{s}s"),
-        s if s < 3600 => format!("{}m {:02}s", s / 60, s % 60),
-        s if s < 86_400 => format!("{}h {:02}m", s / 3600, s % 3600 / 60),
-        s => format!("{}d {:02}h", s / 86_400, s % 86_400 / 3600),
-    }
 }
 
 impl Board {

@@ -94,6 +94,9 @@ pub enum Change {
     Pause(String),
     /// Back to pending, the attempt not counted as an iteration: the next one gets its number.
     Retry,
+    /// Back to pending with the reason it stopped, the attempt not counted as an iteration (the
+    /// service held it up once more than the waits allow).
+    Postpone(String),
     /// The feature failed, for this reason.
     Fail(String),
     /// The feature is accepted: merged back from its worktree if it has one, then done; blocked
@@ -781,6 +784,11 @@ fn change_state(
             state.iteration_count -= 1;
             state.status = Status::Pending;
         }
+        Change::Postpone(reason) => {
+            state.iteration_count -= 1;
+            state.status = Status::Pending;
+            state.reason = Some(reason);
+        }
         Change::Fail(reason) => state.fail(reason, now),
         Change::Land => return worktree::land(state, state_dir, now),
     }
@@ -849,6 +857,15 @@ mod tests {
         assert_eq!(
             (retried.status, retried.iteration_count),
             (Status::Pending, 0)
+        );
+        let postponed = change(running.clone(), Change::Postpone("limit".into()));
+        assert_eq!(
+            (
+                postponed.status,
+                postponed.iteration_count,
+                postponed.reason.as_deref()
+            ),
+            (Status::Pending, 0, Some("limit"))
         );
         let failed = change(running.clone(), Change::Fail("why".into()));
         assert_eq!(

@@ -6,11 +6,13 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::agent::{AgentRun, End};
+use crate::agent::format::setback;
+use crate::agent::{AgentRun, End, Setback, SetbackKind};
 use crate::base::error::InputError;
 use crate::base::exit_codes;
 use crate::base::git;
@@ -48,8 +50,12 @@ pub enum Decision {
     OverBudget,
     /// Several iterations in a row changed nothing: stop as stalled (exit 2), for a replan.
     Stalled,
-    /// The agent hit a rate or usage limit: wait and try again, not counting the iteration.
-    WaitForLimit,
+    /// The service held the agent up (a rate or usage limit, a transient service error): wait
+    /// and try again, not counting the iteration.
+    Wait,
+    /// The service held the agent up again after as many waits in a row as allowed: stop
+    /// (exit 2), not counting the iteration, resumable by running the feature again.
+    OutOfWaits,
     /// Interrupted: stop here and leave the feature resumable.
     Halt,
 }
@@ -73,41 +79,59 @@ pub fn on_agent_stop(
     }
 }
 
+/// The setback that ended an agent's run, if it is one to wait out: one its CLI reported, of an
+/// agent that did not finish by itself; a transient service error only when the CLI gave up on
+/// it (a non-zero exit: an agent silent or hung for a timer's length is stopped as any other).
+pub fn held_up(end: End, setback: Option<&Setback>) -> Option<&Setback> {
+    setback.filter(|setback| match setback.kind {
+        SetbackKind::Limit => !end.is_clean(),
+        SetbackKind::Outage => matches!(end, End::Exited(code) if code != 0),
+    })
+}
+
 /// What the guardrails that look across attempts see.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Streaks {
-    /// This attempt hit a rate or usage limit.
-    pub rate_limited: bool,
-    /// Rate-limited attempts in a row, this one included.
-    pub limited_in_a_row: u32,
+    /// What the service held this attempt up with, if it did (see [`held_up`]).
+    pub setback: Option<SetbackKind>,
+    /// Attempts in a row in this run that the service held up, this one included; 0 when it
+    /// did not hold this one up.
+    pub held_in_a_row: u32,
     /// Worker attempts in a row (this one included) that changed nothing in the working tree
-    /// and delivered no promise; 0 without git.
+    /// and delivered no promise, those the service held up left out; 0 without git.
     pub unchanged_in_a_row: u32,
 }
 
 impl Streaks {
-    /// The streaks this attempt ends, given the attempts before it in `state`.
-    fn of(state: &RunState, seen: &Seen, rate_limited: bool) -> Self {
-        let earlier = || state.attempts.iter().rev().skip(1);
-        let limited_before = earlier()
-            .take_while(|a| a.role == Role::Worker && a.outcome == Outcome::RateLimited)
-            .count() as u32;
-        let unchanged_before = earlier()
-            .filter(|a| a.role == Role::Worker)
+    /// The streaks this attempt ends, given the attempts before it in `state` and the attempts
+    /// held up in a row just before it in this run.
+    fn of(state: &RunState, seen: &Seen, setback: Option<SetbackKind>, held_before: u32) -> Self {
+        let unchanged_before = state
+            .attempts
+            .iter()
+            .rev()
+            .skip(1)
+            .filter(|a| a.role == Role::Worker && !a.outcome.is_setback())
             .take_while(|a| a.tree_changed == Some(false) && !a.promise_found)
             .count() as u32;
-        let unchanged = seen.tree_changed == Some(false) && !seen.promise_found;
+        let unchanged =
+            setback.is_none() && seen.tree_changed == Some(false) && !seen.promise_found;
         Streaks {
-            rate_limited,
-            limited_in_a_row: 1 + limited_before,
+            setback,
+            held_in_a_row: if setback.is_some() {
+                held_before + 1
+            } else {
+                0
+            },
             unchanged_in_a_row: if unchanged { 1 + unchanged_before } else { 0 },
         }
     }
 }
 
-/// Refines [`on_agent_stop`] with the guardrails over several attempts: a rate limit is waited
-/// out (up to `max_waits` times in a row) instead of burning an iteration, and `stall_after`
-/// iterations in a row that changed nothing stop the feature as stalled (0: never).
+/// Refines [`on_agent_stop`] with the guardrails over several attempts: a setback is waited
+/// out (up to `max_waits` times in a row, then the run stops) instead of counting as an
+/// iteration, and `stall_after` iterations in a row that changed nothing stop the feature as
+/// stalled (0: never).
 pub fn apply_streaks(
     decision: Decision,
     streaks: Streaks,
@@ -116,11 +140,90 @@ pub fn apply_streaks(
 ) -> Decision {
     match decision {
         Decision::Complete | Decision::Halt | Decision::OverBudget => decision,
-        _ if streaks.rate_limited && streaks.limited_in_a_row <= max_waits => {
-            Decision::WaitForLimit
-        }
+        _ if streaks.setback.is_some() && streaks.held_in_a_row <= max_waits => Decision::Wait,
+        _ if streaks.setback.is_some() => Decision::OutOfWaits,
         _ if stall_after > 0 && streaks.unchanged_in_a_row >= stall_after => Decision::Stalled,
         _ => decision,
+    }
+}
+
+/// A setback being waited out, or that stopped the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hold {
+    /// What the agent's CLI said.
+    pub setback: Setback,
+    /// When the agent said the limit resets, if it did.
+    pub resets_at: Option<Timestamp>,
+    /// How long to wait before the next attempt.
+    pub wait: Duration,
+    /// The wait is the longest allowed, shorter than the time until the reset.
+    pub capped: bool,
+    /// The most waits in a row.
+    pub max_waits: u32,
+}
+
+/// The margin after a reset time: the CLIs name it to the minute or the hour.
+const RESET_MARGIN_SECS: u64 = 60;
+
+impl Hold {
+    /// The hold of the `in_a_row`th setback in a row, at `now`: a limit is waited out until the
+    /// time the agent says it resets (and a minute), at most `rate_limit.max_wait_secs`, else
+    /// `rate_limit.wait_secs`; a service error `service_errors.wait_secs`, doubled with every
+    /// wait in a row, at most `service_errors.max_wait_secs`.
+    pub fn new(setback: &Setback, in_a_row: u32, config: &Config, now: Timestamp) -> Self {
+        let local = now.with_timezone(&chrono::Local);
+        let (resets_at, seconds, capped, max_waits) = match setback.kind {
+            SetbackKind::Limit => {
+                let limit = &config.rate_limit;
+                let resets_at = setback::reset_time(&setback.text, &local);
+                let until = resets_at
+                    .filter(|at| *at > now)
+                    .map(|at| (at - now).num_seconds().unsigned_abs() + RESET_MARGIN_SECS);
+                let seconds = until.unwrap_or(limit.wait_secs);
+                let capped = seconds > limit.max_wait_secs;
+                (
+                    resets_at,
+                    seconds.min(limit.max_wait_secs),
+                    capped,
+                    limit.max_waits,
+                )
+            }
+            SetbackKind::Outage => {
+                let errors = &config.service_errors;
+                let doubled = errors
+                    .wait_secs
+                    .saturating_mul(1u64 << in_a_row.saturating_sub(1).min(32));
+                (
+                    None,
+                    doubled.min(errors.max_wait_secs),
+                    false,
+                    errors.max_waits,
+                )
+            }
+        };
+        Hold {
+            setback: setback.clone(),
+            resets_at,
+            wait: Duration::from_secs(seconds),
+            capped,
+            max_waits,
+        }
+    }
+
+    /// `a rate or usage limit ("You've hit your limit · resets 3pm")`, the agent's words cut.
+    fn what(&self) -> String {
+        format!(
+            "{} (\"{}\")",
+            self.setback.kind.describe(),
+            crate::base::text::cut(&memory::one_line(&self.setback.text), 200)
+        )
+    }
+
+    /// `when it resets at 2026-11-23T15:00:00Z`, if the agent said.
+    fn reset(&self) -> String {
+        self.resets_at.map_or(String::new(), |at| {
+            format!(" (it resets at {})", time::format(at))
+        })
     }
 }
 
@@ -159,12 +262,24 @@ pub struct Judgement {
     pub ended: String,
     /// The guardrails across attempts.
     pub streaks: Streaks,
+    /// The setback waited out, or that stopped the run (with [`Decision::Wait`] and
+    /// [`Decision::OutOfWaits`]).
+    pub hold: Option<Hold>,
 }
 
 /// Decides on the attempt that just ended, as `run` and `seen` tell it, over the attempts in
-/// `state` (this one begun, not yet ended).
-fn judge(state: &RunState, run: &AgentRun, seen: &Seen, config: &Config) -> Judgement {
-    let streaks = Streaks::of(state, seen, run.output.rate_limited.is_some());
+/// `state` (this one begun, not yet ended), `held_before` attempts in a row of this run having
+/// been held up by the service just before it, at `now`.
+fn judge(
+    state: &RunState,
+    (run, seen): (&AgentRun, &Seen),
+    config: &Config,
+    held_before: u32,
+    now: Timestamp,
+) -> Judgement {
+    let setback = held_up(run.end, run.output.setback.as_ref());
+    let streaks = Streaks::of(state, seen, setback.map(|s| s.kind), held_before);
+    let hold = setback.map(|setback| Hold::new(setback, streaks.held_in_a_row, config, now));
     let decision = apply_streaks(
         on_agent_stop(
             run.end,
@@ -173,19 +288,24 @@ fn judge(state: &RunState, run: &AgentRun, seen: &Seen, config: &Config) -> Judg
             state.max_iterations,
         ),
         streaks,
-        config.rate_limit.max_waits,
+        hold.as_ref().map_or(0, |hold| hold.max_waits),
         config.stall_iterations,
     );
-    let outcome = match decision {
-        Decision::WaitForLimit => Outcome::RateLimited,
-        _ => run.end.outcome(seen.promise_found),
+    let hold = hold.filter(|_| matches!(decision, Decision::Wait | Decision::OutOfWaits));
+    let outcome = match &hold {
+        Some(hold) => hold.setback.kind.outcome(),
+        None => run.end.outcome(seen.promise_found),
     };
-    let ended = run.end.describe(outcome, config.agent_for(Role::Worker));
+    let mut ended = run.end.describe(outcome, config.agent_for(Role::Worker));
+    if hold.is_some() {
+        ended = format!("{} ({ended})", outcome.describe());
+    }
     Judgement {
         decision,
         outcome,
         ended,
         streaks,
+        hold,
     }
 }
 
@@ -224,7 +344,7 @@ pub fn transition(
         Decision::GiveUp => Transition::new(
             Change::Fail(format!("max_iterations ({max}) reached without completion")),
             exit_codes::GUARDRAIL,
-            format!("{id} failed: iteration {iteration}/{max}: {ended}, and max_iterations is reached"),
+            format!("{id} failed: iteration {iteration}/{max}: {ended}, and max_iterations is reached\nhint: continue with `./run.sh {id} --max-iterations {}`", max + 5),
         ),
         Decision::Halt => Transition::new(
             Change::To(Status::Pending),
@@ -243,15 +363,51 @@ pub fn transition(
             exit_codes::GUARDRAIL,
             format!("{id} stalled: {unchanged} iterations in a row changed nothing in the working tree; re-break it with `./run.sh replan {id}`"),
         ),
-        Decision::WaitForLimit => Transition::new(
+        Decision::Wait | Decision::OutOfWaits => held_transition(id, judgement),
+    }
+}
+
+/// What a setback does to the feature (see [`Hold::new`]): a wait, the attempt not counted, or,
+/// out of waits, a stop with the setback's own reason (exit 2), resumable by running it again.
+fn held_transition(id: &FeatureId, judgement: &Judgement) -> Transition {
+    let Some(hold) = &judgement.hold else {
+        return Transition::new(
             Change::Retry,
             exit_codes::CONTINUE,
+            format!("{id}: waiting"),
+        );
+    };
+    let (what, reset) = (hold.what(), hold.reset());
+    let count = judgement.streaks.held_in_a_row;
+    if judgement.decision == Decision::OutOfWaits {
+        let waits = hold.max_waits;
+        return Transition::new(
+            Change::Postpone(format!("{what} after {waits} waits in a row{reset}")),
+            exit_codes::GUARDRAIL,
             format!(
-                "{id} iteration {iteration}/{max} hit a rate or usage limit; waiting {} s before trying again (wait {} of {}; not counted as an iteration)",
-                config.rate_limit.wait_secs, judgement.streaks.limited_in_a_row, config.rate_limit.max_waits
+                "{id} stopped: the agent met {what} again after {waits} waits in a row{reset}; the attempt is not counted as an iteration\nhint: run it again to resume: `./run.sh {id}`"
             ),
-        ),
+        );
     }
+    let wait = seconds_in_words(hold.wait);
+    let how_long = match hold.resets_at {
+        Some(at) if hold.capped => format!(
+            "waiting {wait}, the most rate_limit.max_wait_secs allows, though it resets at {}",
+            time::format(at)
+        ),
+        Some(at) if hold.wait.as_secs() > RESET_MARGIN_SECS => {
+            format!("waiting {wait}, until it resets at {}", time::format(at))
+        }
+        _ => format!("waiting {wait} before trying again"),
+    };
+    Transition::new(
+        Change::Retry,
+        exit_codes::CONTINUE,
+        format!(
+            "{id}: the agent met {what}; {how_long} (wait {count} of {}, not counted as an iteration)",
+            hold.max_waits
+        ),
+    )
 }
 
 /// Before an iteration: a feature that is finished, failed or out of iterations does not start.
@@ -318,7 +474,9 @@ pub struct WorkerRequest {
 /// tree before the next one (the harness itself changes nothing there in between), and the next
 /// run id is looked for after the last one. After an attempt that ends with "continue" the
 /// session stays open, its locks never released: its run state is then the truth, and the
-/// attempt's end is written together with the next attempt's start.
+/// attempt's end is written together with the next attempt's start. The attempts the service
+/// held up in a row are counted per run: running a feature again after its waits ran out gives
+/// it as many waits again.
 #[derive(Debug, Default)]
 pub struct Carry {
     inputs: InputMemo,
@@ -326,6 +484,7 @@ pub struct Carry {
     tree: Option<git::Tree>,
     run_id: Option<RunId>,
     session: Option<Session>,
+    held_in_a_row: u32,
 }
 
 /// Runs one iteration of the Ralph loop on the requested feature.
@@ -562,7 +721,14 @@ fn iterate(
     let seen = Seen::of(&run, &place.workdir, &before, &after);
 
     // Decide, then transition.
-    let judgement = judge(&session.state, &run, &seen, session.config());
+    let judgement = judge(
+        &session.state,
+        (&run, &seen),
+        session.config(),
+        carry.held_in_a_row,
+        seen.ended_at,
+    );
+    carry.held_in_a_row = judgement.streaks.held_in_a_row;
     let transition = transition(
         &session.state,
         &judgement,
@@ -574,12 +740,14 @@ fn iterate(
     let report = write(
         session, place, &attempt, &run, &seen, &judgement, transition,
     )?;
-    // After a wait for a rate limit, anyone may have changed the tree: it is looked at again.
-    if judgement.decision != Decision::WaitForLimit {
-        carry.tree = Some(after);
-        return Ok(report);
+    match (judgement.decision, &judgement.hold) {
+        // During the wait anyone may change the tree: it is looked at again after it.
+        (Decision::Wait, Some(hold)) => wait_out(report, &session.state.feature_id, hold.wait),
+        _ => {
+            carry.tree = Some(after);
+            Ok(report)
+        }
     }
-    wait_for_limit(report, &session.state.feature_id, session.config())
 }
 
 /// Writes what the attempt and its `transition` leave: raw.md's lines, the notes' section, the
@@ -608,7 +776,7 @@ fn write(
         time: ended_at,
         turns: run.output.usage.turns,
         commits: seen.commits,
-        outcome: &note_outcome(judgement, message, run),
+        outcome: &note_outcome(judgement, message),
         output: &run.output.tail,
     }
     .render();
@@ -638,37 +806,40 @@ fn write(
 }
 
 /// How the attempt ended, as the notes say it: in words, with why it stalled, or what the
-/// agent said of its rate limit.
-fn note_outcome(judgement: &Judgement, message: &str, run: &AgentRun) -> String {
+/// agent said of the setback that held it up.
+fn note_outcome(judgement: &Judgement, message: &str) -> String {
     let ended = &judgement.ended;
-    match judgement.decision {
-        Decision::Stalled => format!("{ended}\nStalled: {message}"),
-        Decision::WaitForLimit => format!(
-            "{ended}: {}",
-            run.output.rate_limited.as_deref().unwrap_or("")
-        ),
+    match (&judgement.decision, &judgement.hold) {
+        (Decision::Stalled, _) => format!("{ended}\nStalled: {message}"),
+        (_, Some(hold)) => format!("{ended}: {}", hold.setback.text),
         _ => ended.clone(),
     }
 }
 
-/// A rate limit: `report` (go on) once the configured wait is over, or the interrupt that
-/// came during it.
-fn wait_for_limit(
-    report: RoleReport,
-    feature: &FeatureId,
-    config: &Config,
-) -> anyhow::Result<RoleReport> {
+/// A setback: `report`'s line ("waiting …") is printed now, once; after `wait` the loop goes on
+/// with the next attempt, or stops on the interrupt that came during the wait, resumable.
+fn wait_out(report: RoleReport, feature: &FeatureId, wait: Duration) -> anyhow::Result<RoleReport> {
     eprintln!("worker: {}", report.message);
-    let wait = std::time::Duration::from_secs(config.rate_limit.wait_secs);
     match signals::sleep(wait) {
         Some(signal) => Ok(RoleReport {
             exit_code: exit_codes::INTERRUPTED,
             message: format!(
-                "{feature} interrupted by {} while waiting",
+                "{feature} interrupted by {} while waiting; run it again to resume",
                 signals::name(signal)
             ),
         }),
-        None => Ok(report),
+        None => Ok(RoleReport {
+            exit_code: report.exit_code,
+            message: format!("{feature}: waited {}; trying again", seconds_in_words(wait)),
+        }),
+    }
+}
+
+/// `1m 05s`, `0s`.
+fn seconds_in_words(wait: Duration) -> String {
+    match wait.as_secs() {
+        0 => "0s".to_string(),
+        seconds => time::human_duration(seconds),
     }
 }
 
@@ -824,10 +995,11 @@ mod tests {
             outcome: Outcome::NoPromise,
             ended: "ended without the promise".into(),
             streaks: Streaks {
-                rate_limited: decision == Decision::WaitForLimit,
-                limited_in_a_row: 2,
+                setback: None,
+                held_in_a_row: 0,
                 unchanged_in_a_row: 3,
             },
+            hold: None,
         }
     }
 
@@ -904,18 +1076,206 @@ mod tests {
         assert!(halt.message.ends_with("run it again to resume"));
     }
 
+    fn limit(text: &str) -> Setback {
+        Setback {
+            kind: SetbackKind::Limit,
+            text: text.into(),
+        }
+    }
+
+    fn outage() -> Setback {
+        Setback {
+            kind: SetbackKind::Outage,
+            text: "API Error: Repeated 529 Overloaded errors".into(),
+        }
+    }
+
     #[test]
-    fn a_rate_limit_is_waited_out_and_not_counted() {
-        let config = config("rate_limit:\n  wait_secs: 60\n  max_waits: 5\n");
-        let wait = transition_of(Decision::WaitForLimit, &config, false);
+    fn a_limit_holds_up_an_unfinished_agent_and_an_outage_one_whose_cli_gave_up() {
+        let (limit, outage) = (limit("usage limit reached"), outage());
+        assert_eq!(held_up(End::Exited(1), Some(&limit)), Some(&limit));
+        assert_eq!(held_up(End::TimedOut, Some(&limit)), Some(&limit));
+        assert_eq!(held_up(End::Exited(0), Some(&limit)), None);
+        assert_eq!(held_up(End::Exited(1), Some(&outage)), Some(&outage));
+        // A CLI that went on and exited 0 worked its iteration; a silent one met the timers.
+        for end in [
+            End::Exited(0),
+            End::IdleTimedOut,
+            End::TimedOut,
+            End::Lingered,
+        ] {
+            assert_eq!(held_up(end, Some(&outage)), None, "{end:?}");
+        }
+        assert_eq!(held_up(End::Exited(1), None), None);
+    }
+
+    /// A worker attempt ending as `outcome`, having changed the tree or not.
+    fn ended(state: &mut RunState, outcome: Outcome, changed: bool) {
+        let run = format!("r{}", state.attempts.len() + 1);
+        state.begin_iteration(&run, time::now());
+        let attempt = state.attempts.last_mut().unwrap();
+        attempt.outcome = outcome;
+        attempt.tree_changed = Some(changed);
+    }
+
+    #[test]
+    fn held_attempts_count_in_a_row_in_the_run_and_never_toward_the_stall() {
+        let mut state = RunState::new(FeatureId::parse("F-1").unwrap(), 10, "P", time::now());
+        ended(&mut state, Outcome::NoPromise, false);
+        ended(&mut state, Outcome::RateLimited, false);
+        ended(&mut state, Outcome::ServiceError, false);
+        ended(&mut state, Outcome::Started, false);
+        let unchanged = Seen {
+            promise_found: false,
+            commits: Some(0),
+            tree_changed: Some(false),
+            ended_at: time::now(),
+        };
+        let plain = Streaks::of(&state, &unchanged, None, 2);
+        assert_eq!((plain.held_in_a_row, plain.unchanged_in_a_row), (0, 2));
+        let held = Streaks::of(&state, &unchanged, Some(SetbackKind::Limit), 2);
+        assert_eq!((held.held_in_a_row, held.unchanged_in_a_row), (3, 0));
+    }
+
+    #[test]
+    fn a_setback_is_waited_out_until_the_waits_run_out_whatever_the_iteration() {
+        let held = |in_a_row| Streaks {
+            setback: Some(SetbackKind::Outage),
+            held_in_a_row: in_a_row,
+            unchanged_in_a_row: 5,
+        };
+        for decision in [Decision::Restart, Decision::GiveUp] {
+            assert_eq!(apply_streaks(decision, held(3), 3, 2), Decision::Wait);
+            assert_eq!(apply_streaks(decision, held(4), 3, 2), Decision::OutOfWaits);
+        }
+        for decision in [Decision::Complete, Decision::Halt, Decision::OverBudget] {
+            assert_eq!(apply_streaks(decision, held(9), 3, 2), decision);
+        }
+        let unheld = Streaks {
+            setback: None,
+            ..held(0)
+        };
+        assert_eq!(
+            apply_streaks(Decision::Restart, unheld, 3, 2),
+            Decision::Stalled
+        );
+        assert_eq!(
+            apply_streaks(Decision::Restart, unheld, 3, 0),
+            Decision::Restart
+        );
+    }
+
+    fn at(text: &str) -> Timestamp {
+        chrono::DateTime::parse_from_rfc3339(text)
+            .unwrap()
+            .with_timezone(&chrono::Utc)
+    }
+
+    #[test]
+    fn a_limit_waits_until_its_reset_time_capped_else_its_wait() {
+        let config = config("rate_limit: {wait_secs: 300, max_waits: 5, max_wait_secs: 7200}\n");
+        let now = at("2026-11-23T10:00:00Z");
+        let soon = Hold::new(&limit("usage limit reached|1795432800"), 1, &config, now);
+        // 2026-11-23T11:20:00Z, and the margin.
+        assert_eq!(soon.resets_at, Some(at("2026-11-23T11:20:00Z")));
+        assert_eq!((soon.wait.as_secs(), soon.capped), (4860, false));
+        let late = Hold::new(&limit("usage limit reached|1795514400"), 1, &config, now);
+        assert_eq!((late.wait.as_secs(), late.capped), (7200, true));
+        let past = Hold::new(&limit("usage limit reached|1700000000"), 1, &config, now);
+        assert_eq!((past.wait.as_secs(), past.capped), (300, false));
+        let unsaid = Hold::new(&limit("rate limit"), 4, &config, now);
+        assert_eq!(
+            (unsaid.resets_at, unsaid.wait.as_secs(), unsaid.max_waits),
+            (None, 300, 5)
+        );
+    }
+
+    #[test]
+    fn a_service_error_waits_with_back_off_up_to_its_cap() {
+        let config = config("service_errors: {wait_secs: 30, max_waits: 9, max_wait_secs: 200}\n");
+        let now = time::now();
+        let waits: Vec<u64> = (1..=5)
+            .map(|n| Hold::new(&outage(), n, &config, now).wait.as_secs())
+            .collect();
+        assert_eq!(waits, [30, 60, 120, 200, 200]);
+        assert_eq!(Hold::new(&outage(), 1, &config, now).max_waits, 9);
+    }
+
+    /// The transition of a `decision` held up by `setback`, the `in_a_row`th in a row.
+    fn held(decision: Decision, setback: Setback, in_a_row: u32, config: &Config) -> Transition {
+        let hold = Hold::new(&setback, in_a_row, config, at("2026-11-23T10:00:00Z"));
+        let judgement = Judgement {
+            decision,
+            outcome: setback.kind.outcome(),
+            ended: "agent exited with code 1".into(),
+            streaks: Streaks {
+                setback: Some(setback.kind),
+                held_in_a_row: in_a_row,
+                unchanged_in_a_row: 0,
+            },
+            hold: Some(hold),
+        };
+        transition(&third_iteration(), &judgement, config, false)
+    }
+
+    #[test]
+    fn a_wait_says_why_how_long_and_that_it_is_not_counted() {
+        let config = config("rate_limit: {wait_secs: 60, max_waits: 5, max_wait_secs: 3600}\n");
+        let wait = held(Decision::Wait, limit("rate limit"), 2, &config);
         assert_eq!(wait.change, Change::Retry);
         assert_eq!(wait.exit_code, exit_codes::CONTINUE);
-        assert!(
-            wait.message
-                .contains("waiting 60 s before trying again (wait 2 of 5; not counted"),
-            "{}",
-            wait.message
+        assert_eq!(
+            wait.message,
+            "F-1: the agent met a rate or usage limit (\"rate limit\"); waiting 1m 00s before trying again (wait 2 of 5, not counted as an iteration)"
         );
+        let until = held(
+            Decision::Wait,
+            limit("limit reached|1795432800"),
+            1,
+            &config,
+        );
+        assert!(until.message.contains("waiting 1h 00m, the most rate_limit.max_wait_secs allows, though it resets at 2026-11-23T11:20:00Z"), "{}", until.message);
+        let soon = held(
+            Decision::Wait,
+            limit("limit reached|1795429200"),
+            1,
+            &config,
+        );
+        assert!(
+            soon.message
+                .contains("waiting 21m 00s, until it resets at 2026-11-23T10:20:00Z"),
+            "{}",
+            soon.message
+        );
+        let outage = held(Decision::Wait, outage(), 3, &config);
+        assert!(outage.message.starts_with("F-1: the agent met a service error (\"API Error: Repeated 529 Overloaded errors\"); waiting 2m 00s before trying again (wait 3 of 8,"), "{}", outage.message);
+    }
+
+    #[test]
+    fn out_of_waits_the_run_stops_with_the_setbacks_reason_resumable() {
+        let config = config("rate_limit: {wait_secs: 60, max_waits: 5}\n");
+        let stop = held(
+            Decision::OutOfWaits,
+            limit("limit reached|1795432800"),
+            6,
+            &config,
+        );
+        let reason = "a rate or usage limit (\"limit reached|1795432800\") after 5 waits in a row (it resets at 2026-11-23T11:20:00Z)";
+        assert_eq!(stop.change, Change::Postpone(reason.into()));
+        assert_eq!(stop.exit_code, exit_codes::GUARDRAIL);
+        assert!(
+            stop.message
+                .starts_with("F-1 stopped: the agent met a rate or usage limit"),
+            "{}",
+            stop.message
+        );
+        assert!(
+            stop.message
+                .ends_with("hint: run it again to resume: `./run.sh F-1`"),
+            "{}",
+            stop.message
+        );
+        assert!(!stop.message.contains("replan"));
     }
 
     #[test]

@@ -63,8 +63,11 @@ validate: true
 # stalled (0: never).
 stall_iterations: 3
 
-# Rate and usage limits are waited out (not counted as iterations), up to max_waits in a row.
-rate_limit: {wait_secs: 300, max_waits: 12}
+# Rate and usage limits are waited out (not counted as iterations): until the time the agent says
+# it resets (at most max_wait_secs), else wait_secs; up to max_waits in a row, then the run stops.
+rate_limit: {wait_secs: 300, max_waits: 12, max_wait_secs: 21600}
+# Transient service errors (overloaded, 5xx, lost connections) too, with back-off from wait_secs.
+service_errors: {wait_secs: 30, max_waits: 8, max_wait_secs: 900}
 
 # Run a curator pass (./run.sh curate) after every validator verdict.
 auto_curate: false

@@ -118,6 +118,11 @@ impl Preset {
                 env: &[
                     ("IS_SANDBOX", "1"),
                     ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+                    // Its own retries (10 by default, with back-off from 500 ms to 32 s or what
+                    // the server asks, in `services/api/withRetry.ts`) held a failing iteration
+                    // in the CLI until timeout_secs: two quick ones absorb a blip without losing
+                    // the agent's context, and the harness waits out the rest (README, "Setbacks").
+                    ("CLAUDE_CODE_MAX_RETRIES", "2"),
                 ],
                 context_window: Some(200_000),
             },
@@ -125,7 +130,11 @@ impl Preset {
             // (or none) reads the instructions from stdin, to EOF: an open pipe waits forever,
             // which the harness avoids by closing stdin after the prompt. `--skip-git-repo-check`
             // lets it run outside a git repository. Its stream carries no context size, so there
-            // is no window for a live handoff.
+            // is no window for a live handoff. Its retries are left as they are: the built-in
+            // `openai` provider's (`request_max_retries` 4, `stream_max_retries` 5, back-off from
+            // 200 ms: seconds in all) cannot be changed with `-c` — Codex keeps a built-in provider
+            // over a user's entry of the same name, and a partial entry does not parse — and the
+            // harness waits out the error Codex reports once they run out.
             Preset::Codex => PresetSpec {
                 head: &[
                     "codex",
@@ -244,6 +253,9 @@ mod tests {
         assert_eq!(agent.prompt_via, PromptVia::Stdin);
         assert_eq!(agent.output_format, OutputFormat::ClaudeStreamJson);
         assert!(agent.env.contains(&("IS_SANDBOX".into(), "1".into())));
+        assert!(agent
+            .env
+            .contains(&("CLAUDE_CODE_MAX_RETRIES".into(), "2".into())));
         assert_eq!(agent.context_window, Some(200_000));
     }
 

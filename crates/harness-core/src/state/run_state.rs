@@ -78,6 +78,9 @@ pub enum Outcome {
     OverBudget,
     /// The agent hit a rate or usage limit; the harness waited (not counted as an iteration).
     RateLimited,
+    /// The service failed the agent (overloaded, a server error, a lost connection); the harness
+    /// waited (not counted as an iteration).
+    ServiceError,
     /// Accepted: the validator's pass.
     Verified,
     /// Turned down: the validator's fail (or no clear verdict), or a planner's invalid plan.
@@ -85,6 +88,12 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Whether the service, not the agent, ended the attempt: it was waited out and is no
+    /// iteration (see `agent::format::setback`).
+    pub fn is_setback(self) -> bool {
+        matches!(self, Outcome::RateLimited | Outcome::ServiceError)
+    }
+
     /// Words for notes and raw.md.
     pub fn describe(self) -> &'static str {
         match self {
@@ -98,6 +107,7 @@ impl Outcome {
             Outcome::Handoff => "handed off: the context was full",
             Outcome::OverBudget => "stopped: a budget ran out",
             Outcome::RateLimited => "hit a rate or usage limit",
+            Outcome::ServiceError => "met a service error",
             Outcome::Verified => "verified",
             Outcome::Rejected => "rejected",
         }
@@ -289,10 +299,12 @@ impl RunState {
         self.updated_at = now;
     }
 
-    /// Starts the next worker iteration: counts it and records a `started` attempt.
+    /// Starts the next worker iteration: counts it and records a `started` attempt. Whatever
+    /// stopped the feature before (a budget, a setback) no longer does: its reason goes.
     pub fn begin_iteration(&mut self, run_id: &str, now: Timestamp) -> u32 {
         self.iteration_count += 1;
         self.status = Status::Running;
+        self.reason = None;
         self.begin_attempt(run_id, Role::Worker, now);
         self.iteration_count
     }

@@ -15,7 +15,7 @@
 //! the last one printed.
 
 use super::text::Text;
-use super::{Event, Parser, Usage};
+use super::{setback, Event, Parser, SetbackKind, Usage};
 
 /// aider's text output.
 #[derive(Debug, Default)]
@@ -58,6 +58,12 @@ impl Parser for Aider {
                 events.push(Event::Usage(self.usage()));
                 return;
             }
+        }
+        // The model API's errors, as litellm raises them (`litellm.InternalServerError: …`):
+        // aider's own words, never the assistant's.
+        if trimmed.starts_with("litellm.") {
+            let outage = setback::classify(trimmed, None).filter(|s| s.kind == SetbackKind::Outage);
+            events.extend(outage.map(Event::Setback));
         }
         Text.line(line, events);
     }
@@ -208,7 +214,17 @@ mod tests {
         assert!(parser.text_is_answer());
         assert_eq!(events[0], Event::Text("Applied edit to hello.txt".into()));
         assert_eq!(events[1], Event::Text("Tokens: a lot".into()));
-        assert!(matches!(events[2], Event::RateLimited(_)));
+        assert!(
+            matches!(&events[2], Event::Setback(s) if s.kind == SetbackKind::Limit),
+            "{events:?}"
+        );
         assert_eq!(parser.usage().turns, Some(0));
+        let (_, events) = parse(&[
+            r#"litellm.InternalServerError: AnthropicException - {"type":"overloaded_error","message":"Overloaded"}"#,
+        ]);
+        assert!(
+            matches!(&events[0], Event::Setback(s) if s.kind == SetbackKind::Outage),
+            "{events:?}"
+        );
     }
 }

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{action_line, count, json, lines_of, says_rate_limited, Event, Parser, Usage};
+use super::{action_line, count, json, lines_of, setback, Event, Parser, Usage};
 
 /// Claude Code's stream-json.
 #[derive(Debug, Default)]
@@ -53,10 +53,10 @@ impl Parser for Claude {
             }
             Some("result") => {
                 let answer = event.get("result").and_then(Value::as_str).unwrap_or("");
-                if event.get("is_error").and_then(Value::as_bool) == Some(true)
-                    && says_rate_limited(answer)
-                {
-                    events.push(Event::RateLimited(answer.to_string()));
+                // A failed request ends the run with `is_error` and the API's status apart.
+                if event.get("is_error").and_then(Value::as_bool) == Some(true) {
+                    let status = count(&event, "api_error_status");
+                    events.extend(setback::classify(answer, status).map(Event::Setback));
                 }
                 events.push(Event::Final(answer.to_string()));
                 let usage = event.get("usage").cloned().unwrap_or(Value::Null);

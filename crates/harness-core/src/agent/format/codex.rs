@@ -12,7 +12,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::{action_line, count, json, lines_of, says_rate_limited, string, Event, Parser, Usage};
+use super::{action_line, count, json, lines_of, setback, string, Event, Parser, Usage};
 
 /// Codex's `exec --json` events.
 #[derive(Debug, Default)]
@@ -118,10 +118,11 @@ fn changes(item: &Value) -> Vec<String> {
         .collect()
 }
 
-/// A fatal error or failed turn: kept for the notes, and a rate limit when it says so.
+/// A fatal error or failed turn: kept for the notes, and a setback when it says so. `Reconnecting…
+/// n/m (…)` is Codex retrying on its own: only the error it gives up with is one.
 fn failure(message: &str, events: &mut Vec<Event>) {
-    if says_rate_limited(message) {
-        events.push(Event::RateLimited(message.to_string()));
+    if !message.starts_with("Reconnecting") {
+        events.extend(setback::classify(message, None).map(Event::Setback));
     }
     if !message.is_empty() {
         events.push(Event::Error(message.to_string()));
@@ -154,7 +155,7 @@ fn usage_of(usage: &Value) -> Usage {
 mod tests {
     use super::*;
 
-    use crate::agent::format::{finals, parse_all};
+    use crate::agent::format::{finals, parse_all, Setback, SetbackKind};
 
     fn parse(lines: &[&str]) -> Vec<Event> {
         parse_all(&mut Codex::default(), lines)
@@ -253,7 +254,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_turn_has_no_answer_and_a_429_is_a_rate_limit() {
+    fn a_failed_turn_has_no_answer_a_429_is_a_rate_limit_and_a_lost_stream_an_outage() {
         let message = "exceeded retry limit, last status: 429 Too Many Requests, request id: 9c84b52ce87fbe62-SJC";
         let failed = format!(r#"{{"type":"turn.failed","error":{{"message":"{message}"}}}}"#);
         let events = parse(&[
@@ -263,13 +264,36 @@ mod tests {
             &failed,
         ]);
         assert!(finals(&events).is_empty(), "{events:?}");
-        assert!(events.contains(&Event::RateLimited(message.into())));
+        assert!(events.contains(&Event::Setback(Setback {
+            kind: SetbackKind::Limit,
+            text: message.into()
+        })));
         let events = parse(&[
             r#"{"type":"error","message":"You've hit your usage limit. Try again Aug 18."}"#,
         ]);
-        assert!(matches!(events[0], Event::RateLimited(_)), "{events:?}");
-        let events = parse(&[r#"{"type":"error","message":"stream disconnected"}"#]);
-        assert_eq!(events, [Event::Error("stream disconnected".into())]);
+        assert!(
+            matches!(&events[0], Event::Setback(s) if s.kind == SetbackKind::Limit),
+            "{events:?}"
+        );
+        // Codex retrying by itself is no setback; the error it gives up with is.
+        let lost = "stream disconnected before completion: stream closed before response.completed";
+        let events = parse(&[
+            &format!(r#"{{"type":"error","message":"Reconnecting... 1/5 ({lost})"}}"#),
+            &format!(r#"{{"type":"turn.failed","error":{{"message":"{lost}"}}}}"#),
+        ]);
+        let setbacks: Vec<&Event> = events
+            .iter()
+            .filter(|e| matches!(e, Event::Setback(_)))
+            .collect();
+        assert_eq!(
+            setbacks,
+            [&Event::Setback(Setback {
+                kind: SetbackKind::Outage,
+                text: lost.into()
+            })]
+        );
+        let events = parse(&[r#"{"type":"error","message":"sandbox denied the write"}"#]);
+        assert_eq!(events, [Event::Error("sandbox denied the write".into())]);
     }
 
     #[test]

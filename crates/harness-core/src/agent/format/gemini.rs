@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use super::{count, json, lines_of, says_rate_limited, string, Event, Parser, Usage};
+use super::{count, json, lines_of, setback, string, Event, Parser, Setback, SetbackKind, Usage};
 
 /// Gemini CLI's stream-json.
 #[derive(Debug, Default)]
@@ -129,12 +129,17 @@ impl Gemini {
     }
 }
 
-/// An error: kept for the notes, and a rate limit when it says so (Google's quota errors say
+/// An error: kept for the notes, and a setback when it says so (Google's quota errors say
 /// "quota" rather than "rate limit").
 fn failure(message: &str, events: &mut Vec<Event>) {
-    if says_rate_limited(message) || message.to_ascii_lowercase().contains("quota") {
-        events.push(Event::RateLimited(message.to_string()));
-    }
+    let quota = message.to_ascii_lowercase().contains("quota");
+    let setback = setback::classify(message, None).or_else(|| {
+        quota.then(|| Setback {
+            kind: SetbackKind::Limit,
+            text: message.trim().to_string(),
+        })
+    });
+    events.extend(setback.map(Event::Setback));
     if !message.is_empty() {
         lines_of(message, Event::Error, events);
     }
@@ -144,7 +149,7 @@ fn failure(message: &str, events: &mut Vec<Event>) {
 mod tests {
     use super::*;
 
-    use crate::agent::format::{finals, parse_all};
+    use crate::agent::format::{finals, parse_all, SetbackKind};
 
     fn parse(lines: &[&str]) -> Vec<Event> {
         parse_all(&mut Gemini::default(), lines)
@@ -225,7 +230,9 @@ mod tests {
             r#"{"type":"result","timestamp":"t","status":"error","error":{"type":"Error","message":"[API Error: You have exhausted your daily quota on this model. (Status: RESOURCE_EXHAUSTED)]"},"stats":{"total_tokens":0,"input_tokens":0,"output_tokens":0,"cached":0,"input":0,"duration_ms":0,"tool_calls":0}}"#,
         ]);
         assert!(finals(&events).is_empty(), "{events:?}");
-        assert!(events.iter().any(|e| matches!(e, Event::RateLimited(_))));
+        assert!(events
+            .iter()
+            .any(|e| matches!(e, Event::Setback(s) if s.kind == SetbackKind::Limit)));
         let events = parse(&[
             r#"{"type":"error","timestamp":"t","severity":"warning","message":"Loop detected, stopping execution"}"#,
         ]);

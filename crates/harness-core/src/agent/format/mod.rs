@@ -1,5 +1,5 @@
 //! The shapes of agents' output. Each format turns one line of output into [`Event`]s: the
-//! assistant's words, the final answer, usage, the context size, rate limits. The reader in
+//! assistant's words, the final answer, usage, the context size, setbacks. The reader in
 //! `agent` does the rest (bounded tail, memory entries, markers), whatever the format.
 
 mod aider;
@@ -7,10 +7,12 @@ mod claude;
 mod codex;
 mod gemini;
 mod opencode;
+pub mod setback;
 mod text;
 
 use crate::spec::config::OutputFormat;
 pub use crate::state::usage::Usage;
+pub use setback::{says_rate_limited, Setback, SetbackKind};
 
 /// What one line of an agent's output means to the harness.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,8 +33,9 @@ pub enum Event {
     Context(u64),
     /// The tool or action the agent just started, for progress lines.
     Action(String),
-    /// The agent says it hit a rate or usage limit (the text it printed).
-    RateLimited(String),
+    /// The agent's CLI says the service held it up: a rate or usage limit, or a transient
+    /// service error (see [`setback`]).
+    Setback(Setback),
 }
 
 /// Turns lines of one agent's output into events. Stateful: a format may sum over lines.
@@ -123,24 +126,4 @@ pub(crate) fn action_line(name: &str, subject: &str) -> String {
 /// The lines of `text` as events of kind `kind`.
 pub(crate) fn lines_of(text: &str, kind: fn(String) -> Event, events: &mut Vec<Event>) {
     events.extend(text.lines().map(|line| kind(line.to_string())));
-}
-
-/// The texts that mean a rate or usage limit in an agent's words: Claude's usage window, HTTP
-/// 429 as Codex prints it (`exceeded retry limit, last status: 429 Too Many Requests`), Codex's
-/// plan limit (`You've hit your usage limit`), Google's `RESOURCE_EXHAUSTED` and quota errors.
-const LIMIT_SIGNS: [&str; 8] = [
-    "usage limit reached",
-    "hit your usage limit",
-    "rate limit",
-    "rate_limit",
-    "429 too many requests",
-    "status 429",
-    "resource_exhausted",
-    "quota exceeded",
-];
-
-/// Whether `text` says the agent hit a rate or usage limit.
-pub fn says_rate_limited(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    LIMIT_SIGNS.iter().any(|sign| lower.contains(sign))
 }

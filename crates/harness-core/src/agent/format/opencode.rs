@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::{count, json, lines_of, says_rate_limited, string, Event, Parser, Usage};
+use super::{count, json, lines_of, setback, string, Event, Parser, Usage};
 
 /// opencode's JSON events.
 #[derive(Debug, Default)]
@@ -60,9 +60,8 @@ impl Parser for Opencode {
                     "" => string(error, "name"),
                     message => message,
                 };
-                if says_rate_limited(message) || count(data, "statusCode") == Some(429) {
-                    events.push(Event::RateLimited(message.to_string()));
-                }
+                let status = count(data, "statusCode");
+                events.extend(setback::classify(message, status).map(Event::Setback));
                 lines_of(message, Event::Error, events);
             }
             _ => {}
@@ -108,7 +107,7 @@ impl Opencode {
 mod tests {
     use super::*;
 
-    use crate::agent::format::{finals, parse_all};
+    use crate::agent::format::{finals, parse_all, Setback, SetbackKind};
 
     fn parse(lines: &[&str]) -> Vec<Event> {
         parse_all(&mut Opencode::default(), lines)
@@ -170,16 +169,26 @@ mod tests {
     }
 
     #[test]
-    fn a_429_error_is_a_rate_limit_and_a_failed_tool_says_why() {
+    fn a_429_error_is_a_rate_limit_a_5xx_an_outage_and_a_failed_tool_says_why() {
         let events = parse(&[
             r#"{"type":"error","timestamp":1767036065000,"sessionID":"ses_1","error":{"name":"APIError","data":{"message":"Overloaded","statusCode":429,"isRetryable":true}}}"#,
         ]);
         assert_eq!(
             events,
             [
-                Event::RateLimited("Overloaded".into()),
+                Event::Setback(Setback {
+                    kind: SetbackKind::Limit,
+                    text: "Overloaded".into()
+                }),
                 Event::Error("Overloaded".into())
             ]
+        );
+        let events = parse(&[
+            r#"{"type":"error","timestamp":1,"sessionID":"ses_1","error":{"name":"APIError","data":{"message":"Upstream failed","statusCode":502,"isRetryable":true}}}"#,
+        ]);
+        assert!(
+            matches!(&events[0], Event::Setback(s) if s.kind == SetbackKind::Outage),
+            "{events:?}"
         );
         let events = parse(&[
             r#"{"type":"tool_use","timestamp":1,"sessionID":"ses_1","part":{"id":"prt_1","type":"tool","callID":"c","tool":"edit","state":{"status":"error","input":{},"error":"oldString not found","time":{"start":1,"end":2}}}}"#,

@@ -33,13 +33,14 @@ pub(super) fn outcome_key(outcome: Outcome) -> (&'static str, &'static str) {
         Outcome::Handoff => ("handoff", "H"),
         Outcome::OverBudget => ("over_budget", "B"),
         Outcome::RateLimited => ("rate_limited", "L"),
+        Outcome::ServiceError => ("service_error", "U"),
         Outcome::Verified => ("verified", "V"),
         Outcome::Rejected => ("rejected", "R"),
     }
 }
 
 /// Every outcome, in the order the legend lists them.
-const OUTCOMES: [Outcome; 12] = [
+const OUTCOMES: [Outcome; 13] = [
     Outcome::Completed,
     Outcome::Verified,
     Outcome::NoPromise,
@@ -50,6 +51,7 @@ const OUTCOMES: [Outcome; 12] = [
     Outcome::TimedOut,
     Outcome::OverBudget,
     Outcome::RateLimited,
+    Outcome::ServiceError,
     Outcome::Interrupted,
     Outcome::Started,
 ];

@@ -16,12 +16,14 @@ mod agent;
 mod budgets;
 mod curator;
 mod executor;
+mod waits;
 
 pub use crate::spec::presets::{OutputFormat, PromptVia};
 pub use agent::{AgentConfig, AgentSpec, Prices};
 pub use budgets::{Budget, Budgets};
 pub use curator::CuratorParams;
 pub use executor::{ExecutorConfig, ExecutorKind};
+pub use waits::{RateLimit, ServiceErrors};
 
 /// The default guardrail on iterations per feature.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
@@ -56,6 +58,10 @@ pub struct Config {
     /// What to do when an agent hits a rate or usage limit.
     #[serde(default)]
     pub rate_limit: RateLimit,
+    /// What to do when the service fails an agent (overloaded, a server error, a lost
+    /// connection).
+    #[serde(default)]
+    pub service_errors: ServiceErrors,
     /// Run a curator pass after every validator verdict.
     #[serde(default)]
     pub auto_curate: bool,
@@ -67,37 +73,8 @@ pub struct Config {
     pub executor: ExecutorConfig,
 }
 
-/// Waiting out rate and usage limits instead of burning iterations on them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RateLimit {
-    /// Seconds to wait before trying again.
-    #[serde(default = "default_rate_limit_wait")]
-    pub wait_secs: u64,
-    /// Waits in a row before the limit counts as a failed iteration after all.
-    #[serde(default = "default_rate_limit_waits")]
-    pub max_waits: u32,
-}
-
-impl Default for RateLimit {
-    fn default() -> Self {
-        Self {
-            wait_secs: default_rate_limit_wait(),
-            max_waits: default_rate_limit_waits(),
-        }
-    }
-}
-
 fn default_stall_iterations() -> u32 {
     3
-}
-
-fn default_rate_limit_wait() -> u64 {
-    300
-}
-
-fn default_rate_limit_waits() -> u32 {
-    12
 }
 
 /// Settings of the roles other than the worker.
@@ -172,6 +149,8 @@ impl Config {
         }
         self.budgets.check()?;
         self.executor.check()?;
+        self.rate_limit.check()?;
+        self.service_errors.check()?;
         self.curator
             .check()
             .map_err(|message| format!("curator: {message}"))?;
