@@ -17,6 +17,7 @@ mod install;
 mod mission;
 mod planner;
 mod presets;
+mod recoveries;
 mod redaction;
 mod reliability;
 mod report;

@@ -226,7 +226,7 @@ fn next(place: Place, exclude: &[String], limit: usize) -> anyhow::Result<u8> {
         .map(|id| FeatureId::parse(id))
         .collect::<Result<Vec<_>, _>>()?;
     let (_, state) = place.resolve()?;
-    let next = schedule::next(&state, &exclude, limit, time::now())?;
+    let next = schedule::next(&state, (&exclude, None), limit, time::now())?;
     next.tell_changes();
     for id in &next.ready {
         println!("{id}");
@@ -260,9 +260,6 @@ fn mission(
 fn outcome(place: Place) -> anyhow::Result<u8> {
     let (workdir, state) = place.resolve()?;
     let outcome = schedule::outcome(&workdir, &state)?;
-    println!("{}", outcome.line);
-    for kept in &outcome.kept {
-        println!("{}", kept.line());
-    }
+    outcome.tell();
     Ok(outcome.exit_code)
 }

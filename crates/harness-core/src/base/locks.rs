@@ -94,6 +94,15 @@ pub fn is_held(path: &Path) -> bool {
     }
 }
 
+/// Who holds the lock at `path` right now, as the holder wrote it into the file (`another
+/// process` when it wrote nothing); `None` when no one does (see [`is_held`]).
+pub fn holder(path: &Path) -> Option<String> {
+    is_held(path).then(|| match read_holder(path) {
+        holder if holder.is_empty() => "another process".to_string(),
+        holder => holder,
+    })
+}
+
 fn open_lock_file(path: &Path) -> io::Result<File> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir)?;

@@ -67,7 +67,7 @@ pub fn run(request: &Request) -> anyhow::Result<u8> {
             &request.workdir,
             &request.state,
             &mut Local::new(command),
-            parallel,
+            (parallel, request.max_iterations),
         ),
         ExecutorKind::Slurm => {
             let holder = locks::describe_holder(
@@ -81,7 +81,12 @@ pub fn run(request: &Request) -> anyhow::Result<u8> {
                 &holder,
             )?;
             let mut slurm = Slurm::new(request.state.clone(), command, &config.executor);
-            coordinate(&request.workdir, &request.state, &mut slurm, parallel)
+            coordinate(
+                &request.workdir,
+                &request.state,
+                &mut slurm,
+                (parallel, request.max_iterations),
+            )
         }
     }
 }
@@ -99,11 +104,13 @@ fn needs_git(kind: ExecutorKind, parallel: usize) -> InputError {
     }
 }
 
-/// The runs in flight and the features handed over in this `all`.
+/// The runs in flight, the features handed over in this `all`, and those it found another
+/// process running (said once each).
 #[derive(Debug, Default)]
 struct Flight {
     jobs: Vec<Job>,
     tried: Vec<FeatureId>,
+    held: Vec<FeatureId>,
 }
 
 /// How many more runs may start with `in_flight` running under a cap of `parallel`.
@@ -111,15 +118,16 @@ pub fn room(parallel: usize, in_flight: usize) -> usize {
     parallel.saturating_sub(in_flight)
 }
 
-/// The mission loop over `executor`; see [`run`].
+/// The mission loop over `executor`, with up to `parallel` runs at once, `max_iterations` the
+/// guardrail `--max-iterations` gives every feature; see [`run`].
 pub fn coordinate(
     workdir: &std::path::Path,
     state: &StateDir,
     executor: &mut dyn Executor,
-    parallel: usize,
+    (parallel, max_iterations): (usize, Option<u32>),
 ) -> anyhow::Result<u8> {
     let mut flight = Flight::default();
-    let result = drive(state, executor, parallel, &mut flight);
+    let result = drive(state, executor, (parallel, max_iterations), &mut flight);
     let interrupted = match result {
         Ok(interrupted) => interrupted,
         Err(error) => {
@@ -132,10 +140,7 @@ pub fn coordinate(
         return Ok(exit_codes::INTERRUPTED);
     }
     let outcome = schedule::outcome(workdir, state)?;
-    println!("{}", outcome.line);
-    for kept in &outcome.kept {
-        println!("{}", kept.line());
-    }
+    outcome.tell();
     Ok(outcome.exit_code)
 }
 
@@ -144,7 +149,7 @@ pub fn coordinate(
 fn drive(
     state: &StateDir,
     executor: &mut dyn Executor,
-    parallel: usize,
+    (parallel, max_iterations): (usize, Option<u32>),
     flight: &mut Flight,
 ) -> anyhow::Result<bool> {
     for job in executor.find()? {
@@ -162,8 +167,14 @@ fn drive(
         }
         let room = room(parallel, flight.jobs.len());
         if room > 0 {
-            let next = schedule::next(state, &flight.tried, room, time::now())?;
+            let next = schedule::next(state, (&flight.tried, max_iterations), room, time::now())?;
             next.tell_changes();
+            for (feature, holder) in next.held {
+                if !flight.held.contains(&feature) {
+                    eprintln!("== {feature} is already being run by {holder}: left to it");
+                    flight.held.push(feature);
+                }
+            }
             for feature in next.ready {
                 eprintln!("\n== {feature}");
                 flight.tried.push(feature.clone());
@@ -326,7 +337,7 @@ mod tests {
         let (dir, state) = project(FOUR);
         let mut fake = Fake::new(&state, false);
         assert_eq!(
-            coordinate(dir.path(), &state, &mut fake, 2).unwrap(),
+            coordinate(dir.path(), &state, &mut fake, (2, None)).unwrap(),
             exit_codes::DONE
         );
         assert_eq!(fake.submitted, [id("F-1"), id("F-4"), id("F-2"), id("F-3")]);
@@ -342,7 +353,7 @@ mod tests {
             id: "41".into(),
         }];
         assert_eq!(
-            coordinate(dir.path(), &state, &mut fake, usize::MAX).unwrap(),
+            coordinate(dir.path(), &state, &mut fake, (usize::MAX, None)).unwrap(),
             exit_codes::DONE
         );
         // F-1 was found queued: only the others are submitted, F-2 once F-1 has ended.
@@ -355,7 +366,7 @@ mod tests {
         let mut fake = Fake::new(&state, true);
         fake.ends = vec![(id("F-1"), Status::Failed, "exit 3", false)];
         assert_eq!(
-            coordinate(dir.path(), &state, &mut fake, usize::MAX).unwrap(),
+            coordinate(dir.path(), &state, &mut fake, (usize::MAX, None)).unwrap(),
             exit_codes::FAILED
         );
         assert_eq!(fake.submitted, [id("F-1"), id("F-4")]);
@@ -372,7 +383,7 @@ mod tests {
         // scancel: the run stopped mid-iteration, its state still says running.
         fake.ends = vec![(id("F-1"), Status::Running, "Slurm job 1 CANCELLED", false)];
         assert_eq!(
-            coordinate(dir.path(), &state, &mut fake, usize::MAX).unwrap(),
+            coordinate(dir.path(), &state, &mut fake, (usize::MAX, None)).unwrap(),
             exit_codes::FAILED
         );
         // Not submitted again in the same `all`, its dependents wait, F-4 still ran.
@@ -381,7 +392,7 @@ mod tests {
         // The next `all` resumes it, then its dependents.
         let mut again = Fake::new(&state, true);
         assert_eq!(
-            coordinate(dir.path(), &state, &mut again, usize::MAX).unwrap(),
+            coordinate(dir.path(), &state, &mut again, (usize::MAX, None)).unwrap(),
             exit_codes::DONE
         );
         assert_eq!(again.submitted, [id("F-1"), id("F-2"), id("F-3")]);
@@ -393,7 +404,7 @@ mod tests {
         let mut fake = Fake::new(&state, false);
         fake.ends = vec![(id("F-1"), Status::Running, "exit 130", true)];
         assert_eq!(
-            coordinate(dir.path(), &state, &mut fake, 2).unwrap(),
+            coordinate(dir.path(), &state, &mut fake, (2, None)).unwrap(),
             exit_codes::INTERRUPTED
         );
         assert_eq!(fake.submitted, [id("F-1"), id("F-4")]);

@@ -18,7 +18,7 @@ use crate::spec::features::{Feature, FeatureId, FeatureList};
 use crate::spec::layout::StateDir;
 use crate::state::run_state::{RunState, Status};
 
-pub use crate::state::run_state::{is_being_run, load_states, States};
+pub use crate::state::run_state::{is_being_run, load_states, run_holder, States};
 
 /// The words that start the reason of a feature blocked by a dependency. Such a block is derived
 /// from the dependencies and recomputed every time; other blocks are left alone.
@@ -182,102 +182,137 @@ pub fn dependency_updates(features: &FeatureList, states: &States) -> Vec<Depend
     updates
 }
 
-/// Up to `limit` features ready to run, in the order of features.yaml: not done, failed, blocked
-/// or superseded; every dependency satisfied; not in `exclude`; not locked by another run. An
-/// unmerged feature is ready: its run tries the merge again.
-pub fn ready(
-    features: &FeatureList,
-    states: &States,
-    exclude: &[FeatureId],
-    is_locked: impl Fn(&FeatureId) -> bool,
-    limit: usize,
-) -> Vec<FeatureId> {
+/// The features that may run now, in the order of features.yaml: not done, failed, blocked or
+/// superseded (a feature failed at its guardrail may, when `max_iterations` gives it iterations
+/// again, as `--max-iterations` does); every dependency satisfied; not in `exclude`. Whether
+/// another process runs it is the caller's to ask (it touches the file system).
+pub fn runnable<'a>(
+    features: &'a FeatureList,
+    states: &'a States,
+    exclude: &'a [FeatureId],
+    max_iterations: Option<u32>,
+) -> impl Iterator<Item = &'a FeatureId> + 'a {
     features
         .features
         .iter()
-        .filter(|feature| {
+        .filter(move |feature| {
             let state = states.get(&feature.id);
+            let reopened = state.is_some_and(|s| max_iterations.is_some_and(|n| s.reopened_by(n)));
             !is_superseded(state)
-                && !matches!(
-                    state.map(|s| s.status),
-                    Some(Status::Done | Status::Failed | Status::Blocked)
-                )
+                && (reopened
+                    || !matches!(
+                        state.map(|s| s.status),
+                        Some(Status::Done | Status::Failed | Status::Blocked)
+                    ))
                 && !exclude.contains(&feature.id)
                 && feature
                     .depends_on
                     .iter()
                     .all(|dep| satisfied(dep, features, states))
         })
-        // The lock is checked last: it touches the file system.
-        .filter(|feature| !is_locked(&feature.id))
+        .map(|feature| &feature.id)
+}
+
+/// Up to `limit` of the [`runnable`] features that no other run holds (`is_locked`). An unmerged
+/// feature is ready: its run tries the merge again.
+pub fn ready(
+    features: &FeatureList,
+    states: &States,
+    (exclude, max_iterations): (&[FeatureId], Option<u32>),
+    is_locked: impl Fn(&FeatureId) -> bool,
+    limit: usize,
+) -> Vec<FeatureId> {
+    runnable(features, states, exclude, max_iterations)
+        .filter(|id| !is_locked(id))
         .take(limit)
-        .map(|feature| feature.id.clone())
+        .cloned()
         .collect()
 }
 
 /// How a mission stands at the end of `./run.sh all`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MissionOutcome {
-    /// 0 every feature done (or superseded by done ones); 2 only guardrail failures are left;
-    /// 3 anything else (failed, unmerged, blocked, never run).
+    /// 0 every feature done (or superseded by done ones); 2 only features a guardrail stopped
+    /// are left (failed at max_iterations, or stopped by a budget or a setback, resumable); 3
+    /// anything else (failed, unmerged, blocked, never run).
     pub exit_code: u8,
     /// `mission: 5/6 features done, 1 blocked`.
     pub line: String,
+    /// What to do about what is left, one line each (`./run.sh all --max-iterations 15`).
+    pub hints: Vec<String>,
 }
 
-/// The outcome of the mission: see [`MissionOutcome`]. A superseded feature counts through its
-/// successors (which are features of the list themselves), not on its own.
-pub fn mission_outcome(features: &FeatureList, states: &States) -> MissionOutcome {
-    #[derive(Default)]
-    struct Counts {
-        done: usize,
-        guardrail: usize,
-        failed: usize,
-        unmerged: usize,
-        blocked: usize,
-        in_progress: usize,
-        pending: usize,
-        superseded: usize,
-        missing_pieces: usize,
-    }
-    let mut counts = Counts::default();
-    for feature in &features.features {
-        let state = states.get(&feature.id);
-        if let Some(state) = state.filter(|s| !s.superseded_by.is_empty()) {
-            counts.superseded += 1;
-            if state
-                .superseded_by
-                .iter()
-                .any(|id| features.get(id).is_none())
-            {
-                counts.missing_pieces += 1;
-            }
-            continue;
-        }
-        match state {
-            None => counts.pending += 1,
-            Some(state) => match state.status {
-                Status::Done => counts.done += 1,
-                Status::Failed
-                    if state
-                        .reason
-                        .as_deref()
-                        .is_some_and(|r| r.contains("max_iterations")) =>
+/// How many features stand in each way, for [`mission_outcome`].
+#[derive(Debug, Default)]
+struct Counts {
+    done: usize,
+    guardrail: usize,
+    /// The highest guardrail of the features that reached theirs.
+    guardrail_max: u32,
+    stopped: usize,
+    failed: usize,
+    unmerged: usize,
+    blocked: usize,
+    in_progress: usize,
+    pending: usize,
+    superseded: usize,
+    missing_pieces: usize,
+}
+
+impl Counts {
+    /// A superseded feature counts through its successors (which are features of the list
+    /// themselves), not on its own.
+    fn of(features: &FeatureList, states: &States) -> Self {
+        let mut counts = Counts::default();
+        for feature in &features.features {
+            let state = states.get(&feature.id);
+            if let Some(state) = state.filter(|s| !s.superseded_by.is_empty()) {
+                counts.superseded += 1;
+                if state
+                    .superseded_by
+                    .iter()
+                    .any(|id| features.get(id).is_none())
                 {
-                    counts.guardrail += 1
+                    counts.missing_pieces += 1;
+                }
+                continue;
+            }
+            let Some(state) = state else {
+                counts.pending += 1;
+                continue;
+            };
+            match state.status {
+                Status::Done => counts.done += 1,
+                Status::Failed if state.reason.as_deref().is_some_and(is_guardrail_reason) => {
+                    counts.guardrail += 1;
+                    counts.guardrail_max = counts.guardrail_max.max(state.max_iterations);
                 }
                 Status::Failed => counts.failed += 1,
                 Status::Unmerged => counts.unmerged += 1,
                 Status::Blocked => counts.blocked += 1,
+                // Its last run stopped for this reason (a budget, a setback): resumable.
+                Status::Pending if state.reason.is_some() => counts.stopped += 1,
                 Status::Pending if state.iteration_count == 0 => counts.pending += 1,
                 Status::Pending | Status::Running | Status::Provisional => counts.in_progress += 1,
-            },
+            }
         }
+        counts
     }
+}
+
+/// Whether a failure's reason is the iteration guardrail (which `--max-iterations` raises).
+fn is_guardrail_reason(reason: &str) -> bool {
+    reason.contains("max_iterations")
+}
+
+/// The outcome of the mission: see [`MissionOutcome`].
+pub fn mission_outcome(features: &FeatureList, states: &States) -> MissionOutcome {
+    let counts = Counts::of(features, states);
     let total = features.features.len() - counts.superseded;
     let mut line = format!("mission: {}/{total} features done", counts.done);
     for (count, words) in [
         (counts.guardrail, "failed at max_iterations"),
+        (counts.stopped, "stopped (resumable)"),
         (counts.failed, "failed"),
         (counts.unmerged, "accepted but not merged"),
         (counts.blocked, "blocked"),
@@ -293,6 +328,18 @@ pub fn mission_outcome(features: &FeatureList, states: &States) -> MissionOutcom
             line.push_str(&format!(", {count} {words}"));
         }
     }
+    let mut hints = Vec::new();
+    if counts.guardrail > 0 {
+        hints.push(format!(
+            "give the features that reached max_iterations more with `./run.sh all --max-iterations {}`",
+            counts.guardrail_max + 5
+        ));
+    }
+    if counts.stopped > 0 {
+        hints.push(
+            "`./run.sh status` says why each stopped; once that is past (a limit reset, a budget raised), `./run.sh all` resumes them".to_string(),
+        );
+    }
     let others = counts.failed
         + counts.unmerged
         + counts.blocked
@@ -301,12 +348,16 @@ pub fn mission_outcome(features: &FeatureList, states: &States) -> MissionOutcom
         + counts.missing_pieces;
     let exit_code = if others > 0 {
         exit_codes::FAILED
-    } else if counts.guardrail > 0 {
+    } else if counts.guardrail + counts.stopped > 0 {
         exit_codes::GUARDRAIL
     } else {
         exit_codes::DONE
     };
-    MissionOutcome { exit_code, line }
+    MissionOutcome {
+        exit_code,
+        line,
+        hints,
+    }
 }
 
 /// Writes the [`dependency_updates`] of the mission into the run states, each under the
@@ -377,6 +428,8 @@ pub struct Next {
     pub retired: Vec<FeatureId>,
     /// The features ready to run, in the order of features.yaml.
     pub ready: Vec<FeatureId>,
+    /// The features that would be ready but another process runs, with who holds them.
+    pub held: Vec<(FeatureId, String)>,
 }
 
 impl Next {
@@ -392,10 +445,11 @@ impl Next {
 }
 
 /// `planner next`: brings the dependency blocks up to date, then picks up to `limit` features
-/// ready to run (see [`ready`]), leaving out `exclude` and features being run.
+/// ready to run (see [`ready`]; `max_iterations`: `all --max-iterations N`), leaving out `exclude`
+/// and features being run (which it names, with who runs them).
 pub fn next(
     state_dir: &StateDir,
-    exclude: &[FeatureId],
+    (exclude, max_iterations): (&[FeatureId], Option<u32>),
     limit: usize,
     now: Timestamp,
 ) -> anyhow::Result<Next> {
@@ -409,17 +463,19 @@ pub fn next(
         run_state.status == Status::Done
             || (is_superseded(Some(run_state)) && satisfied(id, &features, &states))
     })?;
-    let ready = ready(
-        &features,
-        &states,
-        exclude,
-        |id| is_being_run(state_dir, id),
-        limit,
-    );
+    let (mut ready, mut held) = (Vec::new(), Vec::new());
+    for id in runnable(&features, &states, exclude, max_iterations) {
+        match run_holder(state_dir, id) {
+            Some(holder) => held.push((id.clone(), holder)),
+            None if ready.len() < limit => ready.push(id.clone()),
+            None => {}
+        }
+    }
     Ok(Next {
         updates,
         retired,
         ready,
+        held,
     })
 }
 
@@ -442,8 +498,23 @@ pub struct Outcome {
     pub exit_code: u8,
     /// `mission: 5/6 features done, 1 blocked`.
     pub line: String,
+    /// What to do about what is left (see [`MissionOutcome`]).
+    pub hints: Vec<String>,
     /// The worktrees and branches the mission leaves, each with why and what to do.
     pub kept: Vec<leftovers::Kept>,
+}
+
+impl Outcome {
+    /// Tells the user: the line and what the mission leaves on stdout, the hints on stderr.
+    pub fn tell(&self) {
+        println!("{}", self.line);
+        for kept in &self.kept {
+            println!("{}", kept.line());
+        }
+        for hint in &self.hints {
+            eprintln!("hint: {hint}");
+        }
+    }
 }
 
 /// `planner outcome`: the mission's outcome from the files as they are, and the worktrees and
@@ -452,13 +523,18 @@ pub fn outcome(workdir: &std::path::Path, state_dir: &StateDir) -> Result<Outcom
     state_dir.require_initialised()?;
     let features = FeatureList::load(&state_dir.features())?;
     let states = load_states(state_dir, &features)?;
-    let MissionOutcome { exit_code, line } = mission_outcome(&features, &states);
+    let MissionOutcome {
+        exit_code,
+        line,
+        hints,
+    } = mission_outcome(&features, &states);
     let kept = leftovers::kept(workdir, state_dir, &features, &states, |id| {
         is_being_run(state_dir, id)
     });
     Ok(Outcome {
         exit_code,
         line,
+        hints,
         kept,
     })
 }
@@ -500,22 +576,31 @@ mod tests {
     fn ready_follows_the_dependencies_in_file_order() {
         let features = chain();
         let none = States::new();
-        assert_eq!(ids(&ready(&features, &none, &[], |_| false, 1)), ["F-1"]);
         assert_eq!(
-            ids(&ready(&features, &none, &[], |_| false, 9)),
+            ids(&ready(&features, &none, (&[], None), |_| false, 1)),
+            ["F-1"]
+        );
+        assert_eq!(
+            ids(&ready(&features, &none, (&[], None), |_| false, 9)),
             ["F-1", "F-4"]
         );
         assert_eq!(
-            ids(&ready(&features, &none, &[id("F-1")], |_| false, 9)),
+            ids(&ready(&features, &none, (&[id("F-1")], None), |_| false, 9)),
             ["F-4"]
         );
         assert_eq!(
-            ids(&ready(&features, &none, &[], |f| f.as_str() == "F-1", 9)),
+            ids(&ready(
+                &features,
+                &none,
+                (&[], None),
+                |f| f.as_str() == "F-1",
+                9
+            )),
             ["F-4"]
         );
         let done = states(vec![state("F-1", Status::Done, None)]);
         assert_eq!(
-            ids(&ready(&features, &done, &[], |_| false, 9)),
+            ids(&ready(&features, &done, (&[], None), |_| false, 9)),
             ["F-2", "F-4"]
         );
         // Interrupted and provisional features are resumed; failed ones are not.
@@ -524,7 +609,10 @@ mod tests {
             state("F-2", Status::Running, None),
             state("F-4", Status::Failed, Some("max_iterations (10) reached")),
         ]);
-        assert_eq!(ids(&ready(&features, &mixed, &[], |_| false, 9)), ["F-2"]);
+        assert_eq!(
+            ids(&ready(&features, &mixed, (&[], None), |_| false, 9)),
+            ["F-2"]
+        );
     }
 
     #[test]
@@ -534,12 +622,18 @@ mod tests {
         parent.1.superseded_by = vec![id("F-7.1"), id("F-7.2")];
         let mut all = states(vec![parent, state("F-7.1", Status::Done, None)]);
         assert!(!satisfied(&id("F-7"), &features, &all));
-        assert_eq!(ids(&ready(&features, &all, &[], |_| false, 9)), ["F-7.2"]);
+        assert_eq!(
+            ids(&ready(&features, &all, (&[], None), |_| false, 9)),
+            ["F-7.2"]
+        );
         // A superseded feature is not failed: F-8 is not blocked by it.
         assert!(dependency_updates(&features, &all).is_empty());
         all.insert(id("F-7.2"), state("F-7.2", Status::Done, None).1);
         assert!(satisfied(&id("F-7"), &features, &all));
-        assert_eq!(ids(&ready(&features, &all, &[], |_| false, 9)), ["F-8"]);
+        assert_eq!(
+            ids(&ready(&features, &all, (&[], None), |_| false, 9)),
+            ["F-8"]
+        );
         // A successor that failed blocks the dependents of the superseded feature.
         all.insert(id("F-7.2"), state("F-7.2", Status::Failed, Some("x")).1);
         assert_eq!(
@@ -598,7 +692,7 @@ mod tests {
         let features = chain();
         let mut unmerged = states(vec![state("F-1", Status::Unmerged, Some("conflicts"))]);
         assert_eq!(
-            ids(&ready(&features, &unmerged, &[], |_| false, 9)),
+            ids(&ready(&features, &unmerged, (&[], None), |_| false, 9)),
             ["F-1", "F-4"]
         );
         assert_eq!(
@@ -639,7 +733,7 @@ mod tests {
             Path::new("features.yaml"),
         )
         .unwrap();
-        assert!(ready(&features, &States::new(), &[], |_| false, 9).is_empty());
+        assert!(ready(&features, &States::new(), (&[], None), |_| false, 9).is_empty());
         assert!(dependency_updates(&features, &States::new()).is_empty());
     }
 
@@ -690,6 +784,51 @@ mod tests {
         let outcome = mission_outcome(&features, &never_run);
         assert_eq!(outcome.exit_code, 3);
         assert_eq!(outcome.line, "mission: 3/4 features done, 1 not started");
+    }
+
+    #[test]
+    fn the_outcome_names_the_flag_that_continues_and_counts_stopped_features_as_guardrails() {
+        let features = chain();
+        let mut states = states(
+            ["F-1", "F-2"]
+                .iter()
+                .map(|f| state(f, Status::Done, None))
+                .collect(),
+        );
+        let (f3, mut failed) = state(
+            "F-3",
+            Status::Failed,
+            Some("max_iterations (12) reached without completion"),
+        );
+        failed.max_iterations = 12;
+        states.insert(f3, failed);
+        let (f4, mut stopped) = state("F-4", Status::Pending, Some("a rate or usage limit"));
+        stopped.iteration_count = 0;
+        states.insert(f4, stopped);
+        let outcome = mission_outcome(&features, &states);
+        assert_eq!(outcome.exit_code, 2);
+        assert_eq!(
+            outcome.line,
+            "mission: 2/4 features done, 1 failed at max_iterations, 1 stopped (resumable)"
+        );
+        assert!(
+            outcome.hints[0].ends_with("`./run.sh all --max-iterations 17`"),
+            "{:?}",
+            outcome.hints
+        );
+        assert!(outcome.hints[1].contains("`./run.sh all` resumes them"));
+    }
+
+    #[test]
+    fn max_iterations_makes_a_feature_failed_at_its_guardrail_ready_again() {
+        let features = chain();
+        let mut failed = state("F-1", Status::Failed, Some("max_iterations (10) reached"));
+        failed.1.iteration_count = 10;
+        let states = states(vec![failed]);
+        let pick = |max| ids(&ready(&features, &states, (&[], max), |_| false, 9)).join(" ");
+        assert_eq!(pick(None), "F-4");
+        assert_eq!(pick(Some(10)), "F-4");
+        assert_eq!(pick(Some(15)), "F-1 F-4");
     }
 
     #[test]

@@ -179,10 +179,7 @@ pub fn board(
                     .filter(|s| {
                         matches!(
                             s.status,
-                            Status::Failed
-                                | Status::Blocked
-                                | Status::Unmerged
-                                | Status::Pending
+                            Status::Failed | Status::Blocked | Status::Unmerged | Status::Pending
                         )
                     })
                     .and_then(|s| s.reason.clone()),

@@ -288,10 +288,16 @@ impl RunState {
         recovered
     }
 
+    /// Whether a guardrail of `max_iterations` makes this feature resumable: it failed, and that
+    /// many iterations leave it some.
+    pub fn reopened_by(&self, max_iterations: u32) -> bool {
+        self.status == Status::Failed && self.iteration_count < max_iterations
+    }
+
     /// Raises (or sets) the guardrail; a failed feature that now has iterations left is resumable.
     pub fn set_max_iterations(&mut self, max_iterations: u32, now: Timestamp) {
         self.max_iterations = max_iterations;
-        if self.status == Status::Failed && self.iteration_count < max_iterations {
+        if self.reopened_by(max_iterations) {
             self.status = Status::Pending;
             self.reason = None;
             self.finished_at = None;
@@ -361,10 +367,23 @@ pub fn load_states(state_dir: &StateDir, features: &FeatureList) -> Result<State
     Ok(states)
 }
 
-/// Whether a process is running the feature now: run.sh's lock or a role's invocation lock is
-/// held.
+/// The locks a run of the feature holds: run.sh's, and the running role's invocation lock.
+fn run_locks(state_dir: &StateDir, id: &FeatureId) -> [PathBuf; 2] {
+    [state_dir.feature_lock(id), state_dir.invocation_lock(id)]
+}
+
+/// Whether a process is running the feature now: one of its [`run_locks`] is held.
 pub fn is_being_run(state_dir: &StateDir, id: &FeatureId) -> bool {
-    locks::is_held(&state_dir.feature_lock(id)) || locks::is_held(&state_dir.invocation_lock(id))
+    run_locks(state_dir, id)
+        .iter()
+        .any(|lock| locks::is_held(lock))
+}
+
+/// Who runs the feature now, as the holder of a run lock wrote it; `None` when no one does.
+pub fn run_holder(state_dir: &StateDir, id: &FeatureId) -> Option<String> {
+    run_locks(state_dir, id)
+        .iter()
+        .find_map(|lock| locks::holder(lock))
 }
 
 #[cfg(test)]
