@@ -87,3 +87,85 @@ fn all_says_which_feature_another_process_runs() {
     assert!(said[0].contains("(run.sh F-001, since "), "{stderr}");
     assert!(said[0].ends_with(": left to it"), "{stderr}");
 }
+
+/// aider's usage line: 1,100 tokens and $0.10 for each invocation that prints it.
+const SPENT: &str = "Tokens: 1.0k sent, 100 received. Cost: $0.10 message, $0.10 session.";
+
+/// The status board's totals.
+fn totals(project: &Project) -> serde_json::Value {
+    let out = project.run(&["status", "--json"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["totals"].clone()
+}
+
+#[test]
+fn every_agent_invocation_counts_in_the_totals_the_report_and_the_mission_budget() {
+    // Regression: after `plan`, status said tokens and cost `unknown` though the planner's
+    // result.json had them; the board, the report and budgets.mission summed feature attempts
+    // only, leaving out the planner's `plan` and the curator's agent.
+    let plan = "```yaml\nfeatures:\n  - id: F-001\n    title: One\n    acceptance: [it works]\n```";
+    let piece =
+        "```yaml\nfeatures:\n  - id: F-001.1\n    title: Half\n    acceptance: [half works]\n```";
+    let lines = |text: &str| {
+        text.lines()
+            .chain([SPENT])
+            .map(|line| format!("print: '{line}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let project = Project::new(
+        "features: []\n",
+        &format!(
+            "scripts:\n  - match: {{role: planner, feature: F-001}}\n    steps: [[{}]]\n  - match: {{role: planner}}\n    steps: [[{}]]\n  - match: {{role: curator}}\n    steps: [[{}]]\n  - steps: [[{}]]\n",
+            lines(piece),
+            lines(plan),
+            lines("no rewrite"),
+            lines("not yet")
+        ),
+    );
+    project.config("output_format: aider\n", "max_iterations: 1\n");
+    project.write_state("mission.md", "# Mission\n\nOne thing.\n");
+
+    let out = project.run(&["plan", "-q"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let after_plan = totals(&project);
+    assert_eq!(after_plan["tokens"], 1100, "{after_plan:#}");
+    assert_eq!(after_plan["cost_usd"], 0.1);
+    assert_eq!(after_plan["mission_runs"], 1);
+    let result = project.state_dir().join("plans");
+    let run = std::fs::read_dir(&result).unwrap().next().unwrap().unwrap();
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.path().join("result.json")).unwrap()).unwrap();
+    assert_eq!(result["usage"]["total_tokens"], 1100, "{result:#}");
+
+    assert_eq!(code(&project.run(&["F-001", "-q"])), 2);
+    assert_eq!(code(&project.run(&["replan", "F-001", "-q"])), 0);
+    assert_eq!(code(&project.run(&["curate", "--agent", "-q"])), 0);
+    let all = totals(&project);
+    assert_eq!(all["tokens"], 4400, "{all:#}");
+    assert!(
+        (all["cost_usd"].as_f64().unwrap() - 0.4).abs() < 1e-9,
+        "{all:#}"
+    );
+    assert_eq!(all["mission_runs"], 2);
+    let report = project.read_state("report.html");
+    assert!(report.contains("title=\"4,400\""), "the report's headline");
+
+    // Past the mission budget, neither a feature nor the planner starts.
+    project.config(
+        "output_format: aider\n",
+        "max_iterations: 1\nbudgets:\n  mission: {max_tokens: 4000}\n",
+    );
+    let out = project.run(&["F-001.1"]);
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr)
+            .contains("budgets.mission.max_tokens (4000 tokens) is used up: 4400 tokens spent"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = project.run(&["plan", "-q"]);
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("planning stopped before its agent ran"));
+    assert_eq!(totals(&project)["tokens"], 4400);
+}

@@ -151,7 +151,7 @@ fn the_report_of_a_mission_shows_every_feature_attempt_and_total_escaped() {
         "tokens"
     );
     assert!(html.contains("<div class=\"v\">$0.91</div>"), "cost");
-    assert!(html.contains("all 8 attempts have a known cost"));
+    assert!(html.contains("all 8 agent runs have a known cost"));
 
     // The memory: the agent's entry and the hand-written summary, escaped.
     assert!(project

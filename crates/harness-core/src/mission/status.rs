@@ -16,6 +16,8 @@ use crate::spec::config::Config;
 use crate::spec::features::{FeatureId, FeatureList};
 use crate::spec::layout::{IdentityDir, StateDir};
 use crate::spec::role::Role;
+use crate::state::budget::Spent;
+use crate::state::mission_runs::{self, MissionRun};
 use crate::state::run_state::{Attempt, Outcome, RunState, Status};
 
 /// The widest a title is shown in the text board.
@@ -131,12 +133,15 @@ pub struct Totals {
     pub by_status: BTreeMap<BoardStatus, usize>,
     /// Worker iterations over all features.
     pub iterations: u64,
-    /// Seconds over all attempts.
+    /// Seconds over all attempts and mission runs.
     pub time_spent_secs: u64,
-    /// Tokens over the attempts that reported them; `None` when none did.
+    /// Tokens over the attempts and mission runs that reported them; `None` when none did.
     pub tokens: Option<u64>,
-    /// Cost in USD over the attempts that reported it; `None` when none did.
+    /// Cost in USD over the attempts and mission runs whose cost is known; `None` when none is.
     pub cost_usd: Option<f64>,
+    /// The runs on the whole mission (`plan`, the curator's agent) counted in the time, tokens
+    /// and cost besides the features' attempts.
+    pub mission_runs: usize,
 }
 
 /// The whole board.
@@ -194,8 +199,8 @@ pub fn board(
                     started_at: a.started_at,
                 }),
                 time_spent_secs: attempts.iter().map(|a| seconds_spent(a, locked, now)).sum(),
-                tokens: sum_known(attempts.iter().map(|a| a.tokens)),
-                cost_usd: sum_known(attempts.iter().map(|a| a.cost_usd)),
+                tokens: Spent::of(attempts).tokens,
+                cost_usd: Spent::of(attempts).cost_usd,
                 job: None,
             }
         })
@@ -204,14 +209,22 @@ pub fn board(
     for row in &rows {
         *by_status.entry(row.status).or_insert(0) += 1;
     }
+    let spent = rows.iter().fold(Spent::default(), |spent, row| {
+        spent.plus(Spent {
+            tokens: row.tokens,
+            cost_usd: row.cost_usd,
+            wall_secs: row.time_spent_secs,
+        })
+    });
     let totals = Totals {
         features: rows.len(),
         done: by_status.get(&BoardStatus::Done).copied().unwrap_or(0),
         by_status,
         iterations: rows.iter().map(|r| u64::from(r.iteration)).sum(),
-        time_spent_secs: rows.iter().map(|r| r.time_spent_secs).sum(),
-        tokens: sum_known(rows.iter().map(|r| r.tokens)),
-        cost_usd: sum_known(rows.iter().map(|r| r.cost_usd)),
+        time_spent_secs: spent.wall_secs,
+        tokens: spent.tokens,
+        cost_usd: spent.cost_usd,
+        mission_runs: 0,
     };
     Board {
         features: rows,
@@ -242,7 +255,8 @@ pub fn load(
         config.max_iterations,
         now,
     )
-    .with_jobs(&jobs);
+    .with_jobs(&jobs)
+    .with_mission_runs(&mission_runs::load(state_dir));
     let kept = leftovers::kept(workdir, state_dir, &features, &states, |id| {
         schedule::is_being_run(state_dir, id)
     });
@@ -264,12 +278,6 @@ fn seconds_spent(attempt: &Attempt, running: bool, now: Timestamp) -> u64 {
     u64::try_from((end - attempt.started_at).num_seconds()).unwrap_or(0)
 }
 
-/// The sum of the known values, or `None` when none is known (never a made-up 0).
-fn sum_known<T: std::iter::Sum<T> + Copy>(values: impl Iterator<Item = Option<T>>) -> Option<T> {
-    let known: Vec<T> = values.flatten().collect();
-    (!known.is_empty()).then(|| known.into_iter().sum())
-}
-
 impl Board {
     /// The board with each feature's cluster job from `jobs`.
     pub fn with_jobs(mut self, jobs: &BTreeMap<FeatureId, JobRecord>) -> Self {
@@ -279,6 +287,24 @@ impl Board {
                 .find(|(id, _)| id.as_str() == row.id)
                 .map(|(_, job)| job.clone());
         }
+        self
+    }
+
+    /// The board with what the runs on the whole mission spent in its totals.
+    pub fn with_mission_runs(mut self, runs: &[MissionRun]) -> Self {
+        let totals = &mut self.totals;
+        let spent = runs
+            .iter()
+            .fold(Spent::default(), |spent, run| spent.plus(Spent::of_run(run)))
+            .plus(Spent {
+                tokens: totals.tokens,
+                cost_usd: totals.cost_usd,
+                wall_secs: totals.time_spent_secs,
+            });
+        totals.tokens = spent.tokens;
+        totals.cost_usd = spent.cost_usd;
+        totals.time_spent_secs = spent.wall_secs;
+        totals.mission_runs += runs.len();
         self
     }
 
@@ -395,6 +421,13 @@ impl Board {
             }
         );
         text.push_str(&format!("iterations: {}\n", totals.iterations));
+        if totals.mission_runs > 0 {
+            text.push_str(&format!(
+                "on the mission: {} run{} of plan or the curator's agent, counted below\n",
+                totals.mission_runs,
+                if totals.mission_runs == 1 { "" } else { "s" }
+            ));
+        }
         text.push_str(&format!(
             "time:       {}\n",
             human_duration(totals.time_spent_secs)

@@ -40,6 +40,7 @@ use crate::state::budget::{self, Exceeded, Remaining, Spent};
 use crate::state::memory::{self, RawEntry, Tag};
 use crate::state::notes;
 use crate::state::run_state::{Outcome, RunState, Status};
+use crate::state::usage::UsageRecord;
 use crate::state::worktree;
 
 /// The name standing for the whole mission where a feature id goes (run ids of the roles that
@@ -366,8 +367,9 @@ impl Attempt {
         memory::append_raw(&self.state, &entries).context("cannot append to raw.md")
     }
 
-    /// Writes `result.json` of the run directory: the run, who ran and when, then the role's
-    /// own `fields` (its outcome, its verdict, its usage…).
+    /// Writes `result.json` of the run directory: the run, who ran and when, its usage record
+    /// (what the mission's totals and budget count for a run on the whole mission), then the
+    /// role's own `fields` (its outcome, its verdict…).
     pub fn write_result(
         &self,
         run: &AgentRun,
@@ -380,6 +382,7 @@ impl Attempt {
             started_at: self.started_at,
             ended_at,
             duration_ms: run.duration.as_millis(),
+            usage: run.usage_record(self.agent.prices.as_ref()),
             fields,
         };
         write_json(&self.run_dir.join("result.json"), &record).context("cannot write result.json")
@@ -421,6 +424,7 @@ struct ResultRecord<'a, F> {
     started_at: Timestamp,
     ended_at: Timestamp,
     duration_ms: u128,
+    usage: UsageRecord,
     #[serde(flatten)]
     fields: &'a F,
 }
@@ -709,8 +713,7 @@ impl Session {
             (record.exit_code, record.signal) = run.exit_status();
             let usage = run.usage_record(attempt.agent.prices.as_ref());
             record.turns = usage.usage.turns;
-            // An agent stopped before it reported its usage still used at least its context.
-            record.tokens = usage.total_tokens.or(usage.context_tokens);
+            record.tokens = usage.tokens_spent();
             record.cost_usd = usage.usage.cost_usd;
             record.usage = Some(usage);
             record.output_bytes = run.output.bytes;

@@ -25,7 +25,7 @@ use crate::roles::prompt::{feature_spec, Prompt};
 use crate::spec::features::{list_ids, Feature, FeatureId, FeatureList};
 use crate::spec::layout::{RunId, StateDir};
 use crate::spec::role::Role;
-use crate::state::budget::Remaining;
+use crate::state::budget::{self, Exceeded};
 use crate::state::memory;
 use crate::state::run_state::{self, Outcome, RunState, States, Status};
 
@@ -80,6 +80,10 @@ pub fn run_plan(request: &PlanRequest) -> anyhow::Result<PlanReport> {
         (0, config.max_iterations),
     );
     let _lock = plan_lock(state_dir, "planner plan", attempt.started_at)?;
+    let budget = match budget::mission_left(&config.budgets, state_dir) {
+        Ok(left) => left,
+        Err(exceeded) => return Ok(over_budget("planning", &exceeded, state_dir)),
+    };
 
     // Build the prompt.
     let states = run_state::load_states(state_dir, &features)?;
@@ -96,7 +100,7 @@ pub fn run_plan(request: &PlanRequest) -> anyhow::Result<PlanReport> {
     // Run the agent, decide, write.
     attempt.save_prompt(&prompt)?;
     eprintln!("planner: planning the mission (run {})", attempt.run_id);
-    let run = attempt.run(&prompt, &[], &Remaining::default())?;
+    let run = attempt.run(&prompt, &[], &budget)?;
     let concluded = conclude(state_dir, &attempt, &run, Target::Mission)?;
     record(&attempt, &run, &concluded, None)?;
     Ok(concluded.report)
@@ -120,6 +124,17 @@ pub fn run_replan(request: &FeatureRequest) -> anyhow::Result<PlanReport> {
         session.started_at,
     )?;
 
+    let budget = match budget::mission_left(&session.config().budgets, state_dir) {
+        Ok(left) => left,
+        Err(exceeded) => {
+            return Ok(over_budget(
+                &format!("re-breaking {id}"),
+                &exceeded,
+                state_dir,
+            ))
+        }
+    };
+
     // Build the prompt.
     let attempt = session.attempt(request, None);
     let layers = session.layers(place)?;
@@ -141,7 +156,7 @@ pub fn run_replan(request: &FeatureRequest) -> anyhow::Result<PlanReport> {
     // Run the agent, decide, write.
     session.begin(&attempt, &prompt)?;
     eprintln!("planner: re-breaking {id} (run {})", attempt.run_id);
-    let run = session.run(&attempt, &prompt, &[], &Remaining::default())?;
+    let run = session.run(&attempt, &prompt, &[], &budget)?;
     let concluded = conclude(state_dir, &attempt, &run, Target::Feature(id));
     let outcome = match &concluded {
         Ok(concluded) => concluded.outcome,
@@ -159,6 +174,18 @@ pub fn run_replan(request: &FeatureRequest) -> anyhow::Result<PlanReport> {
     let concluded = concluded?;
     record(&attempt, &run, &concluded, Some(id))?;
     Ok(concluded.report)
+}
+
+/// A planner that does not run: the mission budget is used up (exit 2, naming it).
+fn over_budget(task: &str, exceeded: &Exceeded, state_dir: &StateDir) -> PlanReport {
+    PlanReport {
+        exit_code: exit_codes::GUARDRAIL,
+        message: format!(
+            "{task} stopped before its agent ran: {exceeded}\nhint: raise it under `budgets:` in {}",
+            state_dir.config().display()
+        ),
+        details: Vec::new(),
+    }
 }
 
 /// mission.md, if it has content.

@@ -32,7 +32,6 @@ use crate::state::memory::{self, Tag};
 use crate::state::notes::{self, AttemptNote};
 use crate::state::run_state::Worktree;
 use crate::state::run_state::{Outcome, RunState, Status};
-use crate::state::usage::UsageRecord;
 use crate::state::worktree;
 
 /// What happens after an agent stopped.
@@ -860,7 +859,6 @@ struct WorkerResult<'a> {
     log_error: Option<&'a str>,
     /// Whether the attempt changed the working tree (commits, files); `None` without git.
     tree_changed: Option<bool>,
-    usage: Option<&'a UsageRecord>,
     /// The worker's own peak memory, so a flood test can check it stayed bounded.
     worker_peak_rss_kb: Option<u64>,
 }
@@ -887,7 +885,6 @@ fn worker_result<'a>(
         figures: OutputFigures::of(run),
         log_error: run.log_error.as_deref(),
         tree_changed: seen.tree_changed,
-        usage: last.and_then(|a| a.usage.as_ref()),
         worker_peak_rss_kb: peak_rss_kb(),
     }
 }

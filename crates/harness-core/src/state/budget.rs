@@ -11,51 +11,70 @@ use crate::base::fs;
 use crate::spec::config::Budgets;
 use crate::spec::features::FeatureId;
 use crate::spec::layout::StateDir;
+use crate::state::mission_runs::{self, MissionRun};
 use crate::state::run_state::{Attempt, RunState};
 
 /// What has been spent.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Spent {
-    pub tokens: u64,
-    /// USD of the attempts whose cost is known.
-    pub cost_usd: f64,
+    /// Tokens of the invocations that reported them; `None` when none did.
+    pub tokens: Option<u64>,
+    /// USD of the invocations whose cost is known; `None` when none is (never a made-up 0).
+    pub cost_usd: Option<f64>,
     /// Seconds of agent time.
     pub wall_secs: u64,
 }
 
 impl Spent {
-    /// What `attempts` spent.
+    /// What `attempts` spent (an attempt still started counts no time: its end is unknown).
     pub fn of(attempts: &[Attempt]) -> Self {
-        attempts
-            .iter()
-            .fold(Spent::default(), |spent, attempt| Spent {
-                tokens: spent.tokens + attempt.tokens.unwrap_or(0),
-                cost_usd: spent.cost_usd + attempt.cost_usd.unwrap_or(0.0),
-                wall_secs: spent.wall_secs
-                    + attempt
-                        .ended_at
-                        .map(|end| (end - attempt.started_at).num_seconds().max(0) as u64)
-                        .unwrap_or(0),
+        attempts.iter().fold(Spent::default(), |spent, attempt| {
+            spent.plus(Spent {
+                tokens: attempt.tokens,
+                cost_usd: attempt.cost_usd,
+                wall_secs: attempt
+                    .ended_at
+                    .map(|end| (end - attempt.started_at).num_seconds().max(0) as u64)
+                    .unwrap_or(0),
             })
+        })
     }
 
-    fn add(self, other: Spent) -> Spent {
+    /// What a run on the whole mission spent.
+    pub fn of_run(run: &MissionRun) -> Self {
         Spent {
-            tokens: self.tokens + other.tokens,
-            cost_usd: self.cost_usd + other.cost_usd,
+            tokens: run.tokens(),
+            cost_usd: run.cost_usd(),
+            wall_secs: run.seconds(),
+        }
+    }
+
+    /// Both together (a sum is known when either part is).
+    pub fn plus(self, other: Spent) -> Spent {
+        fn sum<T: std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, b) => a.or(b),
+            }
+        }
+        Spent {
+            tokens: sum(self.tokens, other.tokens),
+            cost_usd: sum(self.cost_usd, other.cost_usd),
             wall_secs: self.wall_secs + other.wall_secs,
         }
     }
 }
 
-/// What the whole mission spent: every feature's run state under `runs/`.
+/// What the whole mission spent: every feature's run state under `runs/`, and every run on the
+/// whole mission (`plans/`, `curations/`; see [`crate::state::mission_runs`]).
 pub fn mission_spent(state: &StateDir) -> Spent {
     mission_spent_with(&mut SpentMemo::default(), state, None)
 }
 
-/// What each run state spent, by the file's identity as last read, for a worker that checks the
-/// mission budget before every iteration: a run state whose inode, size and modification time are
-/// unchanged is not parsed again (every write replaces the file, so its inode changes).
+/// What each record of spending spent (a run state, a mission run's result.json), by the file's
+/// identity as last read, for a worker that checks the mission budget before every iteration: a
+/// file whose inode, size and modification time are unchanged is not parsed again (every write
+/// replaces the file, so its inode changes).
 #[derive(Debug, Default)]
 pub struct SpentMemo {
     files: HashMap<PathBuf, (FileKey, Spent)>,
@@ -75,7 +94,7 @@ fn file_key(metadata: &std::fs::Metadata) -> FileKey {
     )
 }
 
-/// [`mission_spent`], parsing only the run states that changed since `memo` last read them, and
+/// [`mission_spent`], parsing only the files that changed since `memo` last read them, and
 /// counting the run state at `own.0` as `own.1`: the caller's own, which it may hold ahead of
 /// the disk (a worker loop writes an attempt's end together with the next attempt's start).
 pub fn mission_spent_with(
@@ -84,34 +103,58 @@ pub fn mission_spent_with(
     own: Option<(&Path, Spent)>,
 ) -> Spent {
     let mut total = own.map(|(_, spent)| spent).unwrap_or_default();
-    let Ok(entries) = fs::read_dir(&state.runs_dir()) else {
-        return total;
-    };
     let mut seen = HashMap::with_capacity(memo.files.len());
-    for entry in entries {
-        let Ok(feature) = FeatureId::parse(&entry.name.to_string_lossy()) else {
-            continue;
-        };
-        let path = state.run_state(&feature);
-        if own.is_some_and(|(own, _)| own == path) {
-            continue;
-        }
+    let run_states = fs::read_dir(&state.runs_dir())
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| FeatureId::parse(&entry.name.to_string_lossy()).ok())
+        .map(|feature| (state.run_state(&feature), Some(feature)))
+        .filter(|(path, _)| own.is_none_or(|(own, _)| own != path));
+    let runs = mission_runs::result_files(state)
+        .into_iter()
+        .map(|path| (path, None));
+    for (path, feature) in run_states.chain(runs) {
         let Ok(metadata) = fs::open(&path, fs::Mode::Read).and_then(|file| file.metadata()) else {
             continue;
         };
         let key = file_key(&metadata);
         let spent = match memo.files.remove(&path) {
             Some((known, spent)) if known == key => spent,
-            _ => match RunState::load(&path, &feature) {
-                Ok(Some(run)) => Spent::of(&run.attempts),
-                _ => continue,
+            _ => match spent_in(&path, feature.as_ref()) {
+                Some(spent) => spent,
+                None => continue,
             },
         };
-        total = total.add(spent);
+        total = total.plus(spent);
         seen.insert(path, (key, spent));
     }
     memo.files = seen;
     total
+}
+
+/// What the record at `path` says was spent: the run state of `feature`, or a mission run's
+/// result.json; `None` when it does not read.
+fn spent_in(path: &Path, feature: Option<&FeatureId>) -> Option<Spent> {
+    match feature {
+        Some(feature) => RunState::load(path, feature)
+            .ok()
+            .flatten()
+            .map(|run| Spent::of(&run.attempts)),
+        None => mission_runs::read(path).map(|run| Spent::of_run(&run)),
+    }
+}
+
+/// What the mission budget leaves for an invocation on the whole mission (a plan, a replan, the
+/// curator's agent), or the budget used up; a feature's own budget is its worker's business.
+pub fn mission_left(budgets: &Budgets, state: &StateDir) -> Result<Remaining, Exceeded> {
+    let Some(mission) = &budgets.mission else {
+        return Ok(Remaining::default());
+    };
+    let only = Budgets {
+        feature: None,
+        mission: Some(mission.clone()),
+    };
+    remaining(&only, Spent::default(), mission_spent(state))
 }
 
 /// A budget that ran out.
@@ -156,30 +199,29 @@ pub fn remaining(budgets: &Budgets, feature: Spent, mission: Spent) -> Result<Re
         ("mission", &budgets.mission, mission),
     ] {
         let Some(budget) = budget else { continue };
+        // What is not known counts as nothing spent yet.
+        let (tokens, cost_usd) = (spent.tokens.unwrap_or(0), spent.cost_usd.unwrap_or(0.0));
         if let Some(max) = budget.max_tokens {
-            if spent.tokens >= max {
+            if tokens >= max {
                 return Err(Exceeded {
                     scope,
                     limit: "max_tokens",
                     allowed: format!("{max} tokens"),
-                    spent: format!("{} tokens", spent.tokens),
+                    spent: format!("{tokens} tokens"),
                 });
             }
-            left.tokens = Some(
-                left.tokens
-                    .map_or(max - spent.tokens, |t| t.min(max - spent.tokens)),
-            );
+            left.tokens = Some(left.tokens.map_or(max - tokens, |t| t.min(max - tokens)));
         }
         if let Some(max) = budget.max_cost_usd {
-            if spent.cost_usd >= max {
+            if cost_usd >= max {
                 return Err(Exceeded {
                     scope,
                     limit: "max_cost_usd",
                     allowed: format!("${max:.2}"),
-                    spent: format!("${:.2}", spent.cost_usd),
+                    spent: format!("${cost_usd:.2}"),
                 });
             }
-            let cost = max - spent.cost_usd;
+            let cost = max - cost_usd;
             left.cost_usd = Some(left.cost_usd.map_or(cost, |c| c.min(cost)));
         }
         if let Some(max) = budget.max_wall_secs {
@@ -225,18 +267,50 @@ mod tests {
             },
         );
         let feature = Spent {
-            tokens: 400,
-            cost_usd: 0.0,
+            tokens: Some(400),
+            cost_usd: None,
             wall_secs: 10,
         };
         let mission = Spent {
-            tokens: 4800,
-            cost_usd: 0.0,
+            tokens: Some(4800),
+            cost_usd: None,
             wall_secs: 50,
         };
         let left = remaining(&b, feature, mission).unwrap();
         assert_eq!(left.tokens, Some(200));
         assert_eq!(left.wall, Some(Duration::from_secs(50)));
+    }
+
+    #[test]
+    fn the_mission_spends_its_features_attempts_and_its_runs_on_the_whole_mission() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::in_workdir(dir.path());
+        let feature = crate::base::testing::id("F-1");
+        let mut run = RunState::new(feature.clone(), 10, "P", crate::base::testing::at(0));
+        run.begin_iteration("r1", crate::base::testing::at(0));
+        run.attempts[0].tokens = Some(1000);
+        run.attempts[0].ended_at = Some(crate::base::testing::at(30));
+        run.save(&state.run_state(&feature)).unwrap();
+        let plan = state.plans_dir().join("1-planner-mission");
+        std::fs::create_dir_all(&plan).unwrap();
+        std::fs::write(
+            plan.join("result.json"),
+            r#"{"run_id": "1-planner-mission", "role": "planner",
+                "started_at": "2026-04-24T10:00:00Z", "ended_at": "2026-04-24T10:00:20Z",
+                "usage": {"total_tokens": 500, "cost_usd": 0.25, "cost_source": "reported"}}"#,
+        )
+        .unwrap();
+        // A curation still running has no result.json yet: it counts once it ends.
+        std::fs::create_dir_all(state.curations_dir().join("2-curator-mission")).unwrap();
+        let spent = mission_spent(&state);
+        assert_eq!(
+            spent,
+            Spent {
+                tokens: Some(1500),
+                cost_usd: Some(0.25),
+                wall_secs: 50,
+            }
+        );
     }
 
     #[test]
@@ -249,8 +323,8 @@ mod tests {
             }),
         };
         let spent = Spent {
-            tokens: 0,
-            cost_usd: 5.5,
+            tokens: None,
+            cost_usd: Some(5.5),
             wall_secs: 0,
         };
         let error = remaining(&b, Spent::default(), spent).unwrap_err();

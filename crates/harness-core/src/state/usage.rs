@@ -126,6 +126,14 @@ impl UsageRecord {
     }
 }
 
+impl UsageRecord {
+    /// The tokens the invocation counts for: all it reported, or, stopped before it reported
+    /// them, at least its context.
+    pub fn tokens_spent(&self) -> Option<u64> {
+        self.total_tokens.or(self.context_tokens)
+    }
+}
+
 /// The cost of `usage` at `prices`, when its tokens are known.
 pub fn estimate(usage: &Usage, prices: &Prices) -> Option<f64> {
     usage.total_tokens()?;

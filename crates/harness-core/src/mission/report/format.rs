@@ -121,12 +121,12 @@ pub(super) fn percent(part: f64, whole: f64) -> String {
     format!("{:.1}%", (part / whole * 100.0).clamp(0.0, 100.0))
 }
 
-/// `3 of 7 attempts have a known cost`.
+/// `3 of 7 agent runs have a known cost`.
 pub(super) fn known_of(known: usize, all: usize, what: &str) -> String {
     match (known, all) {
         (_, 0) => "no attempt yet".to_string(),
-        (known, all) if known == all => format!("all {all} attempts {what}"),
-        (known, all) => format!("{known} of {all} attempts {what}"),
+        (known, all) if known == all => format!("all {all} agent runs {what}"),
+        (known, all) => format!("{known} of {all} agent runs {what}"),
     }
 }
 

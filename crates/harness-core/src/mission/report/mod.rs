@@ -25,7 +25,6 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::Context;
-use serde::Deserialize;
 
 use crate::base::atomic::write_atomic;
 use crate::base::error::InputError;
@@ -36,7 +35,9 @@ use crate::mission::schedule::{self, States};
 use crate::spec::config::Config;
 use crate::spec::features::{FeatureId, FeatureList};
 use crate::spec::layout::StateDir;
+use crate::spec::role::Role;
 use crate::state::memory;
+use crate::state::mission_runs::{self, MissionRun};
 use crate::state::run_state::Outcome;
 use format::percent_encode;
 
@@ -63,6 +64,9 @@ pub struct Inputs {
     pub default_max_iterations: u32,
     /// The runs of `plan` (mission planning), oldest first.
     pub plans: Vec<PlanRun>,
+    /// Every run on the whole mission (`plan`, the curator's agent), whose spend the totals
+    /// count.
+    pub mission_runs: Vec<MissionRun>,
     /// mission.md's text, if any.
     pub mission: Option<String>,
     /// summary.md's text (L2), if any.
@@ -78,19 +82,16 @@ pub struct Inputs {
 }
 
 /// One run of `plan`, from its `plans/<RUN_ID>/result.json`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PlanRun {
     /// The run id (the directory's name).
     pub run_id: String,
     pub started_at: Timestamp,
-    #[serde(default)]
     pub ended_at: Option<Timestamp>,
     pub outcome: Outcome,
     /// Tokens, when reported.
-    #[serde(default)]
     pub tokens: Option<u64>,
     /// Cost in USD, when known.
-    #[serde(default)]
     pub cost_usd: Option<f64>,
 }
 
@@ -148,6 +149,7 @@ pub fn load(state_dir: &StateDir, report_dir: &Path, now: Timestamp) -> Result<I
         .parent()
         .and_then(Path::file_name)
         .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
+    let mission_runs = mission_runs::load(state_dir);
     Ok(Inputs {
         project,
         jobs: executor::recorded_jobs(state_dir, &features)?,
@@ -155,7 +157,8 @@ pub fn load(state_dir: &StateDir, report_dir: &Path, now: Timestamp) -> Result<I
         states,
         running,
         default_max_iterations: config.max_iterations,
-        plans: load_plans(state_dir),
+        plans: plans_of(&mission_runs),
+        mission_runs,
         mission: read(state_dir.mission())?,
         summary: read(state_dir.summary())?,
         raw_tail: raw_tail(&raw, RAW_TAIL),
@@ -222,21 +225,23 @@ pub fn curator_view(source: &str, text: &str, per_section: usize) -> CuratorView
     }
 }
 
-/// Every mission planning run that left a readable result.json, oldest first. A run without one
-/// (still running, or killed) is left out rather than failing the report.
-fn load_plans(state_dir: &StateDir) -> Vec<PlanRun> {
-    let Ok(entries) = fs::read_dir(&state_dir.plans_dir()) else {
-        return Vec::new();
-    };
-    let mut plans: Vec<PlanRun> = entries
-        .into_iter()
-        .map(|entry| state_dir.plans_dir().join(entry.name).join("result.json"))
-        .filter_map(|path| fs::read(&path).ok())
-        .filter_map(|bytes| serde_json::from_slice::<PlanRun>(&bytes).ok())
-        .filter(|plan| crate::spec::layout::RunId::parse(&plan.run_id).is_ok())
-        .collect();
-    plans.sort_by(|a, b| (a.started_at, &a.run_id).cmp(&(b.started_at, &b.run_id)));
-    plans
+/// The mission planning runs among `runs` (every run that left a readable result.json, oldest
+/// first: one still running, or killed, is left out rather than failing the report).
+fn plans_of(runs: &[MissionRun]) -> Vec<PlanRun> {
+    runs.iter()
+        .filter(|run| run.role == Role::Planner)
+        .filter(|run| crate::spec::layout::RunId::parse(&run.run_id).is_ok())
+        .filter_map(|run| {
+            Some(PlanRun {
+                run_id: run.run_id.clone(),
+                started_at: run.started_at,
+                ended_at: Some(run.ended_at),
+                outcome: run.outcome?,
+                tokens: run.tokens(),
+                cost_usd: run.cost_usd(),
+            })
+        })
+        .collect()
 }
 
 /// The last `count` entries of raw.md's text, oldest first: blank lines and the curator's

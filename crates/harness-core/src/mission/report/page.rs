@@ -53,7 +53,8 @@ pub fn render(inputs: &Inputs) -> String {
         inputs.default_max_iterations,
         inputs.now,
     )
-    .with_jobs(&inputs.jobs);
+    .with_jobs(&inputs.jobs)
+    .with_mission_runs(&inputs.mission_runs);
     let mut html = String::with_capacity(32 * 1024);
     let title = if inputs.project.is_empty() {
         "Mission report".to_string()
@@ -107,8 +108,13 @@ fn render_mission(html: &mut String, inputs: &Inputs, board: &status::Board) {
         .iter()
         .filter(|a| a.role == Role::Validator)
         .count();
-    let priced = attempts.iter().filter(|a| a.cost_usd.is_some()).count();
-    let counted_tokens = attempts.iter().filter(|a| a.tokens.is_some()).count();
+    // The runs on the whole mission count as attempts do in the totals.
+    let runs = &inputs.mission_runs;
+    let priced = attempts.iter().filter(|a| a.cost_usd.is_some()).count()
+        + runs.iter().filter(|r| r.cost_usd().is_some()).count();
+    let counted_tokens = attempts.iter().filter(|a| a.tokens.is_some()).count()
+        + runs.iter().filter(|r| r.tokens().is_some()).count();
+    let invocations = attempts.len() + runs.len();
 
     html.push_str("<section class=\"mission\" aria-labelledby=\"mission-h\">\n<h2 id=\"mission-h\">The mission</h2>\n<div class=\"cards\">\n");
     render_progress(html, board);
@@ -130,12 +136,12 @@ fn render_mission(html: &mut String, inputs: &Inputs, board: &status::Board) {
     );
     let _ = writeln!(
         html,
-        "<div class=\"card\"><div class=\"k\">Iterations</div><div class=\"v\">{}</div><div class=\"n\">worker iterations; {} validator run{}, {} attempt{} in all</div></div>",
+        "<div class=\"card\"><div class=\"k\">Iterations</div><div class=\"v\">{}</div><div class=\"n\">worker iterations; {} validator run{}, {} agent run{} in all</div></div>",
         totals.iterations,
         validations,
         if validations == 1 { "" } else { "s" },
-        attempts.len(),
-        if attempts.len() == 1 { "" } else { "s" }
+        invocations,
+        if invocations == 1 { "" } else { "s" }
     );
     let _ = writeln!(
         html,
@@ -144,13 +150,13 @@ fn render_mission(html: &mut String, inputs: &Inputs, board: &status::Board) {
             .tokens
             .map_or(String::new(), |tokens| format!(" title=\"{}\"", thousands(tokens))),
         totals.tokens.map_or("unknown".to_string(), compact),
-        known_of(counted_tokens, attempts.len(), "reported their tokens")
+        known_of(counted_tokens, invocations, "reported their tokens")
     );
     let _ = writeln!(
         html,
         "<div class=\"card\"><div class=\"k\">Cost</div><div class=\"v\">{}</div><div class=\"n\">{}</div></div>",
         money(totals.cost_usd),
-        known_of(priced, attempts.len(), "have a known cost")
+        known_of(priced, invocations, "have a known cost")
     );
     html.push_str("</div>\n");
     if let Some(mission) = &inputs.mission {

@@ -70,6 +70,16 @@ fn example() -> Inputs {
             tokens: Some(400),
             cost_usd: None,
         }],
+        // The same planning run, as every run on the mission counts in the totals.
+        mission_runs: vec![serde_json::from_value(serde_json::json!({
+            "run_id": "1776999990-planner-mission",
+            "role": "planner",
+            "started_at": at(-10),
+            "ended_at": at(-1),
+            "outcome": "completed",
+            "tokens": 400,
+        }))
+        .unwrap()],
         mission: Some("# Mission\n\nA **spreadsheet** clone.\n<!-- template note -->\n".into()),
         summary: Some(
             "# Summary\n<!-- note -->\n## Lessons\n- run `cargo test -q` first <!-- c:ab12:cd34 -->\n- **never** <b>trust</b> the cache\n\n## Avoid\n- editing `<dist/>`\n".into(),
@@ -182,13 +192,14 @@ fn nothing_from_a_file_or_an_agent_reaches_the_page_unescaped() {
 fn the_totals_are_the_status_boards() {
     let inputs = example();
     let html = render(&inputs);
-    // F-001: 300 + 400 + 60 + 140 + 50 s; F-002: 600 + 100 s; F-003 running for 100 s.
+    // F-001: 300 + 400 + 60 + 140 + 50 s; F-002: 600 + 100 s; F-003 running for 100 s; the
+    // planning run, 9 s and 400 tokens.
     assert!(
         html.contains("<div class=\"v\">1 <span class=\"of\">/ 4</span></div>"),
         "done / total"
     );
     assert!(
-        html.contains("<div class=\"v\">29m 10s</div>"),
+        html.contains("<div class=\"v\">29m 19s</div>"),
         "agent time"
     );
     assert!(
@@ -196,11 +207,11 @@ fn the_totals_are_the_status_boards() {
         "worker iterations"
     );
     assert!(
-        html.contains("<div class=\"v\" title=\"4,300\">4,300</div>"),
+        html.contains("<div class=\"v\" title=\"4,700\">4,700</div>"),
         "tokens"
     );
     assert!(html.contains("<div class=\"v\">$0.43</div>"), "cost");
-    assert!(html.contains("4 of 8 attempts have a known cost"));
+    assert!(html.contains("4 of 9 agent runs have a known cost"));
     assert!(html.contains("1 done</li>") && html.contains("1 failed</li>"));
     assert!(html.contains("1 running</li>") && html.contains("1 pending</li>"));
 }
@@ -297,6 +308,7 @@ fn an_empty_mission_says_how_to_start() {
         running: BTreeSet::new(),
         jobs: BTreeMap::new(),
         plans: Vec::new(),
+        mission_runs: Vec::new(),
         mission: None,
         summary: None,
         raw_tail: Vec::new(),

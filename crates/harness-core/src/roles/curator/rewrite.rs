@@ -18,7 +18,7 @@ use crate::roles::attempt::{Attempt, Place};
 use crate::roles::inputs;
 use crate::roles::prompt::Prompt;
 use crate::spec::role::Role;
-use crate::state::budget::Remaining;
+use crate::state::budget;
 use crate::state::memory::{self, RawEntry};
 
 use super::document::{marker_ids, size, SUMMARY_SECTIONS};
@@ -42,6 +42,22 @@ pub struct Proposal {
     pub entries: Vec<RawEntry>,
     /// The interrupt that stopped the run, if one did.
     pub interrupted: Option<i32>,
+}
+
+impl Proposal {
+    /// No proposal: the agent did not run, for `reason`.
+    fn not_run(reason: String) -> Self {
+        Proposal {
+            wordings: BTreeMap::new(),
+            verdict: AgentVerdict {
+                accepted: false,
+                reason,
+                run_dir: None,
+            },
+            entries: Vec::new(),
+            interrupted: None,
+        }
+    }
 }
 
 /// Runs the curator's agent on the pass `draft` and checks its answer.
@@ -71,6 +87,11 @@ pub fn propose(request: &Request, snapshot: &Snapshot, draft: &Pass) -> anyhow::
         &place.state.curations_dir(),
         (1, 1),
     );
+    // Its spend counts against the mission budget: a used-up budget leaves the pass without it.
+    let budget = match budget::mission_left(&config.budgets, &place.state) {
+        Ok(left) => left,
+        Err(exceeded) => return Ok(Proposal::not_run(format!("not run: {exceeded}"))),
+    };
     let plan = &draft.summary_plan;
     let prompt = Prompt::new(&attempt.runtime, &role_prompt)
         .identity(Role::Curator, identity.as_deref())
@@ -95,7 +116,7 @@ pub fn propose(request: &Request, snapshot: &Snapshot, draft: &Pass) -> anyhow::
         "curator: the agent rewrites summary.md (run {})",
         attempt.run_id
     );
-    let run = attempt.run(&prompt, &[], &Remaining::default())?;
+    let run = attempt.run(&prompt, &[], &budget)?;
     let ended_at = time::now();
     let (wordings, judgments, verdict) =
         decide(&attempt, &run, (draft, snapshot), &request.params)?;
