@@ -169,3 +169,47 @@ fn every_agent_invocation_counts_in_the_totals_the_report_and_the_mission_budget
     assert!(text(&out.stderr).contains("planning stopped before its agent ran"));
     assert_eq!(totals(&project)["tokens"], 4400);
 }
+
+#[test]
+fn explain_says_a_feature_is_done_and_needs_no_agent_installed() {
+    // Regression: `explain` on a done feature did not say so, and refused to run without the
+    // agent CLI installed although it runs nothing.
+    let project = Project::new(TWO, "steps: [[promise: true]]\n");
+    assert_eq!(code(&project.run(&["F-001", "-q"])), 0);
+    project.write_state(
+        "config.yaml",
+        "agent:\n  command: [no-such-agent-cli]\nvalidate: false\n",
+    );
+    let out = project.run(&["explain", "F-001"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 0, "{stderr}");
+    assert!(text(&out.stdout).contains("## Runtime context"));
+    assert!(
+        stderr.contains("note: F-001 is done: no invocation is next; the prompt is what it would get were it run again"),
+        "{stderr}"
+    );
+    let out = project.run(&["explain", "F-002"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("note:"));
+}
+
+#[test]
+fn all_parallel_in_a_repository_without_a_commit_is_refused_up_front() {
+    // Regression: it failed later with git's `invalid reference: HEAD`.
+    let project = Project::new(TWO, "steps: [[promise: true]]\n");
+    std::fs::remove_dir_all(project.workdir.join(".git")).unwrap();
+    project.git(&["init", "-q"]);
+    let out = project.run(&["all", "--parallel", "2"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 1, "{stderr}");
+    assert!(
+        stderr.contains("--parallel 2 needs the project to be a git repository with a commit")
+            && stderr.contains("and it has none yet")
+            && stderr.contains(
+                "hint: run the features one at a time (no --parallel), or commit the project first"
+            ),
+        "{stderr}"
+    );
+    assert!(!project.state_dir().join("runs").exists());
+    assert!(!project.state_dir().join("worktrees").exists());
+}

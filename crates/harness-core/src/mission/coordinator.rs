@@ -5,11 +5,11 @@
 //! feature over twice in one `all` — then reports the mission's outcome ([`schedule::outcome`]).
 //! The same loop serves every executor; only what an interrupt does to the runs differs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::base::error::InputError;
 use crate::base::exit_codes;
-use crate::base::git;
+use crate::base::git::{self, Head};
 use crate::base::locks::{self, Lock};
 use crate::base::signals;
 use crate::base::time;
@@ -52,8 +52,8 @@ pub fn run(request: &Request) -> anyhow::Result<u8> {
     // Runs side by side, or on other machines while the project is worked on, each get their
     // own git worktree.
     let worktree = kind == ExecutorKind::Slurm || parallel > 1;
-    if worktree && !git::is_repo(&request.workdir) {
-        return Err(needs_git(kind, parallel).into());
+    if worktree {
+        check_git(&request.workdir, kind, parallel)?;
     }
     let command = FeatureCommand {
         run_sh: request.run_sh.clone(),
@@ -91,16 +91,27 @@ pub fn run(request: &Request) -> anyhow::Result<u8> {
     }
 }
 
-fn needs_git(kind: ExecutorKind, parallel: usize) -> InputError {
-    match kind {
-        ExecutorKind::Local => InputError::new(format!(
-            "--parallel {parallel} needs the project to be a git repository: each parallel feature works in its own git worktree"
-        ))
-        .with_hint("run the features one at a time (no --parallel), or `git init` the project"),
-        ExecutorKind::Slurm => InputError::new(
-            "the slurm executor needs the project to be a git repository: each feature's job works in its own git worktree",
-        )
-        .with_hint("`git init` the project"),
+/// Worktrees need a repository with a commit: each feature's starts from HEAD.
+fn check_git(workdir: &Path, kind: ExecutorKind, parallel: usize) -> Result<(), InputError> {
+    let why = match kind {
+        ExecutorKind::Local => format!(
+            "--parallel {parallel} needs the project to be a git repository with a commit: each parallel feature works in its own git worktree, made from HEAD"
+        ),
+        ExecutorKind::Slurm => "the slurm executor needs the project to be a git repository with a commit: each feature's job works in its own git worktree, made from HEAD".to_string(),
+    };
+    let instead = match kind {
+        ExecutorKind::Local => "run the features one at a time (no --parallel), or ",
+        ExecutorKind::Slurm => "",
+    };
+    match git::head(workdir) {
+        Head::NotARepo => Err(InputError::new(why)
+            .with_hint(format!("{instead}`git init` the project and commit it"))),
+        Head::Unborn => Err(
+            InputError::new(format!("{why}, and it has none yet")).with_hint(format!(
+                "{instead}commit the project first (`git add -A && git commit -m start`)"
+            )),
+        ),
+        Head::At(_) => Ok(()),
     }
 }
 

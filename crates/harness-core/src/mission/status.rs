@@ -295,7 +295,9 @@ impl Board {
         let totals = &mut self.totals;
         let spent = runs
             .iter()
-            .fold(Spent::default(), |spent, run| spent.plus(Spent::of_run(run)))
+            .fold(Spent::default(), |spent, run| {
+                spent.plus(Spent::of_run(run))
+            })
             .plus(Spent {
                 tokens: totals.tokens,
                 cost_usd: totals.cost_usd,

@@ -468,8 +468,7 @@ pub struct Session {
     _invocation_lock: Lock,
 }
 
-/// The checked inputs of `request` and `role`'s prompt: what a session reads anew each time
-/// (and what `explain` reads).
+/// The checked inputs of `request` and `role`'s prompt: what a session reads anew each time.
 pub fn read_inputs(
     memo: &mut InputMemo,
     request: &FeatureRequest,

@@ -4,13 +4,14 @@
 
 use crate::agent::Redactor;
 use crate::base::time;
-use crate::roles::attempt::{self, FeatureRequest};
+use crate::roles::attempt::FeatureRequest;
 use crate::roles::inputs::{self, InputMemo};
 use crate::roles::prompt::{estimate_tokens, Prompt, WorkerPrompt};
 use crate::roles::validator::validator_prompt;
+use crate::spec::features::list_ids;
 use crate::spec::layout::RunId;
 use crate::spec::role::Role;
-use crate::state::run_state::RunState;
+use crate::state::run_state::{RunState, Status};
 use crate::InputError;
 
 /// The next prompt of a role, and what it is made of.
@@ -22,14 +23,18 @@ pub struct Explanation {
     pub layers: Vec<(String, usize)>,
     /// The whole prompt's estimated tokens.
     pub total_tokens: usize,
+    /// Why no invocation is next (the feature is done, failed, blocked, re-broken), if so.
+    pub note: Option<String>,
 }
 
-/// The prompt `role` would get next on the requested feature.
+/// The prompt `role` would get next on the requested feature (its agent need not be installed:
+/// nothing runs).
 pub fn explain(request: &FeatureRequest, role: Role) -> anyhow::Result<Explanation> {
     let place = &request.place;
-    let (checked, role_prompt) = attempt::read_inputs(&mut InputMemo::default(), request, role)?;
-    let feature = &checked.feature;
-    let config = &checked.config;
+    let (config, feature) =
+        inputs::check_spec(&mut InputMemo::default(), &place.state, &request.feature)?;
+    let (config, feature) = (&config, &feature);
+    let role_prompt = inputs::read_role_prompt(&place.home, role)?;
     let state =
         RunState::load(&place.state.run_state(&feature.id), &feature.id)?.unwrap_or_else(|| {
             RunState::new(
@@ -85,7 +90,36 @@ pub fn explain(request: &FeatureRequest, role: Role) -> anyhow::Result<Explanati
         total_tokens: estimate_tokens(&text),
         layers: prompt.layer_sizes(),
         prompt: text,
+        note: standing(&state),
     })
+}
+
+/// What stands in the way of a next invocation, if anything: the prompt is then what it would be
+/// were the feature run again.
+fn standing(state: &RunState) -> Option<String> {
+    let id = &state.feature_id;
+    let why = state
+        .reason
+        .as_deref()
+        .map_or(String::new(), |reason| format!(" ({reason})"));
+    let what = if !state.superseded_by.is_empty() {
+        format!(
+            "{id} was re-broken into {}: it does not run again",
+            list_ids(&state.superseded_by)
+        )
+    } else {
+        match state.status {
+            Status::Done => format!("{id} is done: no invocation is next"),
+            Status::Failed => {
+                format!("{id} failed{why}: it runs again only with --max-iterations or a replan")
+            }
+            Status::Blocked => format!("{id} is blocked{why}"),
+            _ => return None,
+        }
+    };
+    Some(format!(
+        "{what}; the prompt is what it would get were it run again"
+    ))
 }
 
 impl Explanation {
@@ -98,7 +132,14 @@ impl Explanation {
             .max()
             .unwrap_or(0)
             .max(5);
-        let mut text = format!("{:<width$}  tokens (estimated: characters / 4)\n", "layer");
+        let mut text = self
+            .note
+            .as_ref()
+            .map_or(String::new(), |note| format!("note: {note}\n"));
+        text.push_str(&format!(
+            "{:<width$}  tokens (estimated: characters / 4)\n",
+            "layer"
+        ));
         for (name, tokens) in &self.layers {
             text.push_str(&format!("{name:<width$}  {tokens:>6}\n"));
         }

@@ -61,6 +61,22 @@ pub fn check_inputs(
     role: Role,
     path_var: Option<&OsStr>,
 ) -> Result<Inputs, InputError> {
+    let (config, feature) = check_spec(memo, state_dir, feature)?;
+    let program = find_program(&config, role, workdir, state_dir, path_var)?;
+    Ok(Inputs {
+        config,
+        feature,
+        program,
+    })
+}
+
+/// [`check_inputs`] but for the agent command: what reads a prompt without running an agent
+/// (`explain`) needs no agent installed.
+pub fn check_spec(
+    memo: &mut InputMemo,
+    state_dir: &StateDir,
+    feature: &FeatureId,
+) -> Result<(Config, Feature), InputError> {
     state_dir.require_initialised()?;
     state_dir.refuse_links(Some(feature))?;
     let config = parsed(&mut memo.config, &state_dir.config(), Config::parse)?.clone();
@@ -70,12 +86,7 @@ pub fn check_inputs(
         FeatureList::parse,
     )?;
     let feature = features.require(feature, &state_dir.features())?.clone();
-    let program = find_program(&config, role, workdir, state_dir, path_var)?;
-    Ok(Inputs {
-        config,
-        feature,
-        program,
-    })
+    Ok((config, feature))
 }
 
 /// config.yaml and `role`'s agent program, for a role that works on the whole mission (the
