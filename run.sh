@@ -146,17 +146,20 @@ CHILDREN=()
 INTERRUPTED=''
 SIGNALS_RECEIVED=0
 
-# Ctrl-C or SIGTERM on run.sh reaches the running children as SIGTERM: they stop their agents
-# and leave the state resumable. (Children started in the background ignore SIGINT, hence TERM.)
+# Ctrl-C (SIGINT) or SIGTERM on run.sh reaches the running children as the same signal: they
+# stop their agents, leave the state resumable and say which signal stopped them. Children
+# started in the background have SIGINT ignored, but every child is a role binary, which blocks
+# SIGINT and takes it with sigwait: a blocked signal is queued even while ignored.
 forward_interrupt() {
-  local pid
+  local signal=$1 pid
   INTERRUPTED=1
   SIGNALS_RECEIVED=$((SIGNALS_RECEIVED + 1))
   for pid in ${CHILDREN[@]+"${CHILDREN[@]}"}; do
-    kill -s TERM "$pid" 2>/dev/null || true
+    kill -s "$signal" "$pid" 2>/dev/null || true
   done
 }
-trap forward_interrupt INT TERM
+trap 'forward_interrupt INT' INT
+trap 'forward_interrupt TERM' TERM
 
 # Runs a command as a child that forward_interrupt can reach; returns its exit status. The child
 # gets no descriptor 9 (the feature's lock, which no agent may inherit) unless LOCK_FD=9 is set

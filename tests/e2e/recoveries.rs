@@ -213,3 +213,63 @@ fn all_parallel_in_a_repository_without_a_commit_is_refused_up_front() {
     assert!(!project.state_dir().join("runs").exists());
     assert!(!project.state_dir().join("worktrees").exists());
 }
+
+#[test]
+fn ctrl_c_is_reported_as_sigint() {
+    // Regression: run.sh passed Ctrl-C on to the worker as SIGTERM, and the worker reported the
+    // last signal it got: "interrupted by SIGTERM".
+    let project = Project::new(TWO, "steps: [[print: working, hang: true]]\n");
+    let mut run = project
+        .command(&["F-001", "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !project
+        .read_state("runs/F-001/state.json")
+        .contains("started")
+    {
+        assert!(Instant::now() < deadline, "F-001 never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: signals the run.sh this test started.
+    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
+    let status = wait_at_most(&mut run, Duration::from_secs(30));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
+    assert!(!stderr.contains("SIGTERM"), "{stderr}");
+    assert!(project
+        .read_state("raw.md")
+        .contains("interrupted by SIGINT"));
+}
+
+#[test]
+fn the_planners_status_line_shows_no_iteration_count() {
+    // Regression: `plan` showed `- planner 0/4` (the guardrail of no feature).
+    let plan = "```yaml\nfeatures:\n  - id: F-001\n    title: One\n    acceptance: [it works]\n```";
+    let steps: Vec<String> = plan
+        .lines()
+        .map(|line| format!("print: '{line}'"))
+        .collect();
+    let project = Project::new(
+        "features: []\n",
+        &format!("steps: [[sleep: 0.3, {}]]\n", steps.join(", ")),
+    );
+    project.config("", "max_iterations: 4\n");
+    project.write_state("mission.md", "# Mission\n\nOne thing.\n");
+    let out = project.run(&["plan"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 0, "{stderr}");
+    let status: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("] - planner"))
+        .collect();
+    assert!(!status.is_empty(), "{stderr}");
+    assert!(
+        status.iter().all(|l| l.contains("] - planner · ")),
+        "{stderr}"
+    );
+}

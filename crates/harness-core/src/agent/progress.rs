@@ -20,9 +20,9 @@ pub struct Label {
     /// The feature (or `-` for the mission's planner).
     pub feature: String,
     pub role: Role,
-    pub iteration: u32,
-    /// The guardrail.
-    pub max_iterations: u32,
+    /// The worker iteration and the guardrail, for the roles where they mean something (the
+    /// worker's, the validator's that follows it); `None` for a run on the whole mission.
+    pub iteration: Option<(u32, u32)>,
 }
 
 /// What the status line shows, at one moment.
@@ -39,13 +39,11 @@ pub struct Snapshot {
 
 /// The status line's text: `F-001 worker 3/10 · 2m05s · 12.3k tokens · $0.42 · Edit`.
 pub fn line(label: &Label, snapshot: &Snapshot) -> String {
-    let mut parts = vec![
-        format!(
-            "{} {} {}/{}",
-            label.feature, label.role, label.iteration, label.max_iterations
-        ),
-        duration(snapshot.elapsed),
-    ];
+    let who = match label.iteration {
+        Some((iteration, max)) => format!("{} {} {iteration}/{max}", label.feature, label.role),
+        None => format!("{} {}", label.feature, label.role),
+    };
+    let mut parts = vec![who, duration(snapshot.elapsed)];
     if let Some(tokens) = snapshot.usage.total_tokens().or(snapshot.context_tokens) {
         parts.push(format!("{} tokens", count(tokens)));
     }
@@ -203,8 +201,7 @@ mod tests {
         Label {
             feature: "F-001".into(),
             role: Role::Worker,
-            iteration: 3,
-            max_iterations: 10,
+            iteration: Some((3, 10)),
         }
     }
 
@@ -230,6 +227,12 @@ mod tests {
             line(&label(), &full),
             "F-001 worker 3/10 · 1h02m · 12.3k tokens · $0.42 · Edit"
         );
+        let planner = Label {
+            feature: "-".into(),
+            role: Role::Planner,
+            iteration: None,
+        };
+        assert_eq!(line(&planner, &bare), "- planner · 2m05s");
     }
 
     #[derive(Clone, Default)]

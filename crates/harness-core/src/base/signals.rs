@@ -52,7 +52,9 @@ pub fn install() -> std::io::Result<()> {
             if unsafe { libc::sigwait(&set, &mut signal) } != 0 {
                 continue;
             }
-            RECEIVED.store(signal, Ordering::SeqCst);
+            // The first one says what stopped the run: a Ctrl-C reaches a role both from the
+            // terminal and, passed on, from run.sh.
+            let _ = RECEIVED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
             if let Ok(listener) = LISTENER.lock() {
                 if let Some(listener) = listener.as_ref() {
                     listener(signal);
@@ -62,7 +64,7 @@ pub fn install() -> std::io::Result<()> {
     Ok(())
 }
 
-/// The latest interrupt received, if any; once one came, it never goes back to `None`.
+/// The first interrupt received, if any; once one came, it never goes back to `None`.
 pub fn received() -> Option<i32> {
     match RECEIVED.load(Ordering::SeqCst) {
         0 => None,

@@ -278,8 +278,8 @@ impl Attempt {
             progress: self.echo.then(|| progress::Label {
                 feature: self.runtime.feature_id.clone(),
                 role: self.role,
-                iteration: self.iteration,
-                max_iterations: self.max_iterations,
+                iteration: matches!(self.role, Role::Worker | Role::Validator)
+                    .then_some((self.iteration, self.max_iterations)),
             }),
         })
         .inspect(|run| {

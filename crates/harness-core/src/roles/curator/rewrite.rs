@@ -78,7 +78,6 @@ pub fn propose(request: &Request, snapshot: &Snapshot, draft: &Pass) -> anyhow::
     let role_prompt = inputs::read_role_prompt(&place.home, Role::Curator)?;
     let identity = memory::read_memory_layer(&place.home.identity(Role::Curator))
         .context("cannot read the curator's identity file")?;
-    // One invocation: the status line reads `- curator 1/1`.
     let attempt = Attempt::on_mission(
         &place,
         Role::Curator,
