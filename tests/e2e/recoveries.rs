@@ -273,3 +273,78 @@ fn the_planners_status_line_shows_no_iteration_count() {
         "{stderr}"
     );
 }
+
+#[test]
+fn an_empty_section_of_summary_md_never_reaches_a_prompt() {
+    // Regression: the curator keeps its sections, empty or not, and an empty `## Avoid` heading
+    // went into every prompt.
+    let project = Project::new(TWO, "steps: [[promise: true]]\n");
+    project.write_state(
+        "summary.md",
+        "# Summary\n\n## Lessons\n- run the tests first\n\n## Decisions (current)\n\n## Avoid\n<!-- c:none -->\n",
+    );
+    let out = project.run(&["F-001", "-q"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let prompt = project.prompt("F-001", 1);
+    assert!(
+        prompt.contains("## Lessons\n- run the tests first"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("## Avoid"), "{prompt}");
+    assert!(!prompt.contains("## Decisions (current)"), "{prompt}");
+}
+
+#[test]
+fn the_harnesss_own_records_never_show_as_untracked_and_an_older_gitignore_is_completed() {
+    // Regression: plan.json, curator.json and mission-id showed up in `git status` of the
+    // user's repository. A project that `init` made before keeps its .gitignore, completed.
+    let project = Project::new("features: []\n", "steps: [[cat: answer.md]]\n");
+    let answer =
+        "```yaml\nfeatures:\n  - id: F-001\n    title: One\n    acceptance: [it works]\n```\n";
+    std::fs::write(project.root().join("answer.md"), answer).unwrap();
+    project.write_state("mission.md", "# Mission\n\nOne thing.\n");
+    let older = "/runs/\n/locks/\n/notes/\n/archive/\n/raw.md\n/plans/\n/curations/\n/worktrees/\n/scripted-agent/\n/report.html\n# mine\n/my-notes.txt\n";
+    project.write_state(".gitignore", older);
+    project.git(&["add", "-A"]);
+    project.git(&["commit", "-q", "-m", "the spec"]);
+
+    assert_eq!(code(&project.run(&["plan", "-q"])), 0);
+    project.write_state(
+        "raw.md",
+        "[2026-04-24T10:00:00Z] worker F-001 TRICK: run the tests first\n",
+    );
+    assert_eq!(code(&project.run(&["curate", "-q"])), 0);
+    for name in ["plan.json", "curator.json", "mission-id"] {
+        assert!(project.state_dir().join(name).exists(), "{name}");
+    }
+    let untracked = project.git(&["status", "--porcelain", "--untracked-files=all"]);
+    for name in ["plan.json", "curator.json", "mission-id"] {
+        assert!(!untracked.contains(name), "{untracked}");
+    }
+    let gitignore = project.read_state(".gitignore");
+    assert!(gitignore.starts_with(older), "{gitignore}");
+    assert!(
+        gitignore.ends_with("/plan.json\n/curator.json\n/mission-id\n"),
+        "{gitignore}"
+    );
+}
+
+#[test]
+fn the_validators_and_the_planners_result_json_carry_their_usage() {
+    // Regression: only the worker's result.json had the `usage` record.
+    let project = Project::new(
+        TWO,
+        &format!(
+            "scripts:\n  - match: {{role: validator}}\n    steps: [[print: '<verdict>PASS</verdict>', print: '{SPENT}']]\n  - steps: [[promise: true, print: '{SPENT}']]\n"
+        ),
+    );
+    project.config("output_format: aider\n", "validate: true\n");
+    assert_eq!(code(&project.run(&["F-001", "-q"])), 0);
+    for dir in project.run_dirs("F-001") {
+        let result: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("result.json")).unwrap()).unwrap();
+        assert_eq!(result["usage"]["total_tokens"], 1100, "{result:#}");
+        assert_eq!(result["usage"]["cost_source"], "reported", "{result:#}");
+    }
+    assert_eq!(project.attempts("F-001")[1].0, "validator");
+}

@@ -23,6 +23,7 @@ use crate::roles::attempt::{Attempt, FeatureRequest, OutputFigures, Place, Sessi
 use crate::roles::inputs::{self, InputMemo};
 use crate::roles::prompt::{feature_spec, Prompt};
 use crate::spec::features::{list_ids, Feature, FeatureId, FeatureList};
+use crate::spec::init;
 use crate::spec::layout::{RunId, StateDir};
 use crate::spec::role::Role;
 use crate::state::budget::{self, Exceeded};
@@ -80,6 +81,7 @@ pub fn run_plan(request: &PlanRequest) -> anyhow::Result<PlanReport> {
         (0, config.max_iterations),
     );
     let _lock = plan_lock(state_dir, "planner plan", attempt.started_at)?;
+    init::keep_gitignore_complete(state_dir, "planner");
     let budget = match budget::mission_left(&config.budgets, state_dir) {
         Ok(left) => left,
         Err(exceeded) => return Ok(over_budget("planning", &exceeded, state_dir)),
@@ -123,6 +125,7 @@ pub fn run_replan(request: &FeatureRequest) -> anyhow::Result<PlanReport> {
         &format!("planner replan {id}"),
         session.started_at,
     )?;
+    init::keep_gitignore_complete(state_dir, "planner");
 
     let budget = match budget::mission_left(&session.config().budgets, state_dir) {
         Ok(left) => left,

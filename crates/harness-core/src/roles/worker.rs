@@ -25,6 +25,7 @@ use crate::roles::inputs::{self, InputMemo};
 use crate::roles::prompt::{completion_tag, WorkerPrompt};
 use crate::spec::config::Config;
 use crate::spec::features::FeatureId;
+use crate::spec::init;
 use crate::spec::layout::{RunId, StateDir};
 use crate::spec::role::Role;
 use crate::state::budget;
@@ -526,6 +527,7 @@ pub fn run_worker_loop(request: &WorkerRequest, start: RunStart) -> anyhow::Resu
     if let Some(fd) = start.lock_fd {
         attempt::lock_for_caller(&feature.place.state, &feature.feature, fd)?;
     }
+    init::keep_gitignore_complete(&feature.place.state, "worker");
     if start.worktree {
         request.feature.place.workdir = assign_worktree(&mut carry.inputs, &request.feature)?;
     }

@@ -4,7 +4,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::base::atomic::create_new;
+use crate::base::atomic::{create_new, write_atomic};
 use crate::base::fs;
 use crate::spec::layout::StateDir;
 
@@ -106,6 +106,10 @@ features: []
 
 /// The .gitignore written by `init`: agents often commit with `git add -A`, and the harness's
 /// run-time files must not end up in the project's history (nor count as the agent's work).
+/// The harness's own records (plan.json, curator.json, mission-id) are ignored too: it rewrites
+/// them on every plan and pass, and a clone without them loses nothing it needs (the planner then
+/// takes every feature for hand-written, the curator starts its record again, and the mission
+/// gets a new id in the cross-mission ledger).
 pub const GITIGNORE_TEMPLATE: &str = r#"# The harness's run-time state stays out of the project's commits. The spec and the curated
 # memory (config.yaml, mission.md, features.yaml, summary.md, MEMORY.md) are worth tracking.
 /runs/
@@ -118,7 +122,61 @@ pub const GITIGNORE_TEMPLATE: &str = r#"# The harness's run-time state stays out
 /worktrees/
 /scripted-agent/
 /report.html
+/plan.json
+/curator.json
+/mission-id
 "#;
+
+/// The entries of [`GITIGNORE_TEMPLATE`] that the .gitignore of the state directory lacks are
+/// appended to it, so that a project `init` made before they were added ignores them too; the
+/// user's lines stay as they are, and an entry the file names in any way (`!/plan.json`, say) is
+/// theirs to decide. A state directory without a .gitignore (the user removed it) is left so.
+/// Returns the entries added.
+pub fn complete_gitignore(state: &StateDir) -> io::Result<Vec<&'static str>> {
+    let path = state.root().join(".gitignore");
+    let text = match fs::read(&path) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(error),
+    };
+    let named = |entry: &str| {
+        let name = entry.trim_matches('/');
+        text.lines()
+            .map(|line| line.trim().trim_start_matches('!').trim_matches('/'))
+            .any(|line| line == name)
+    };
+    let missing: Vec<&str> = GITIGNORE_TEMPLATE
+        .lines()
+        .filter(|line| line.starts_with('/') && !named(line))
+        .collect();
+    if missing.is_empty() {
+        return Ok(missing);
+    }
+    let mut completed = text.clone();
+    if !completed.is_empty() && !completed.ends_with('\n') {
+        completed.push('\n');
+    }
+    completed.push_str(
+        "# Added by the harness: files it writes that this project did not ignore yet.\n",
+    );
+    for line in &missing {
+        completed.push_str(line);
+        completed.push('\n');
+    }
+    write_atomic(&path, completed.as_bytes())?;
+    Ok(missing)
+}
+
+/// [`complete_gitignore`] when a role starts: a .gitignore it cannot complete is said, never a
+/// reason to stop.
+pub fn keep_gitignore_complete(state: &StateDir, role: &str) {
+    if let Err(error) = complete_gitignore(state) {
+        eprintln!(
+            "{role}: warning: cannot complete {}: {error}",
+            state.root().join(".gitignore").display()
+        );
+    }
+}
 
 /// What `init` did with each file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,5 +231,30 @@ mod tests {
         let report = init(&state).unwrap();
         assert_eq!(report.kept.len(), 4);
         assert_eq!(std::fs::read_to_string(state.config()).unwrap(), "mine");
+        assert_eq!(complete_gitignore(&state).unwrap(), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn an_older_gitignore_gets_the_missing_entries_and_keeps_the_users_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::in_workdir(dir.path());
+        std::fs::create_dir_all(state.root()).unwrap();
+        let path = state.root().join(".gitignore");
+        assert!(complete_gitignore(&state).unwrap().is_empty());
+        assert!(!path.exists(), "a removed .gitignore stays removed");
+        let older = GITIGNORE_TEMPLATE
+            .replace("/plan.json\n", "")
+            .replace("/curator.json\n", "")
+            .replace("/mission-id\n", "")
+            + "my-own-file\n!mission-id";
+        std::fs::write(&path, &older).unwrap();
+        assert_eq!(
+            complete_gitignore(&state).unwrap(),
+            ["/plan.json", "/curator.json"]
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with(&older), "{text}");
+        assert!(text.ends_with("!mission-id\n# Added by the harness: files it writes that this project did not ignore yet.\n/plan.json\n/curator.json\n"), "{text}");
+        assert!(complete_gitignore(&state).unwrap().is_empty());
     }
 }

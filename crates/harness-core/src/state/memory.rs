@@ -255,11 +255,12 @@ pub fn read_layer(path: &Path) -> io::Result<Option<String>> {
     }
 }
 
-/// A memory file (summary.md, identity) for a prompt: HTML comments are dropped, and a file with
+/// A memory file (summary.md, identity) for a prompt: HTML comments are dropped, and so are the
+/// headings with nothing under them (the curator keeps its sections, empty or not); a file with
 /// nothing but headings and comments (a fresh template) counts as empty.
 pub fn read_memory_layer(path: &Path) -> io::Result<Option<String>> {
     Ok(read_layer(path)?.and_then(|text| {
-        let text = strip_comments(&text);
+        let text = without_empty_sections(&strip_comments(&text));
         let substantial = text.lines().any(|line| {
             let line = line.trim();
             !line.is_empty() && !line.starts_with('#')
@@ -313,6 +314,49 @@ pub fn identity_for_prompt(identity: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(text)
 }
 
+/// The level of a Markdown heading (`## Avoid`: 2), or `None` for any other line.
+fn heading_level(line: &str) -> Option<usize> {
+    let hashes = line.chars().take_while(|&c| c == '#').count();
+    let rest = &line[hashes..];
+    (hashes > 0 && (rest.is_empty() || rest.starts_with(' '))).then_some(hashes)
+}
+
+/// `text` without the headings under which nothing stands before the next heading of the same
+/// or a higher level (lines in a code fence are text, never headings), and without the runs of
+/// blank lines that leaves.
+pub fn without_empty_sections(text: &str) -> String {
+    let mut fenced = false;
+    let lines: Vec<(&str, Option<usize>)> = text
+        .lines()
+        .map(|line| {
+            if line.trim_start().starts_with("```") {
+                fenced = !fenced;
+                return (line, None);
+            }
+            (line, if fenced { None } else { heading_level(line) })
+        })
+        .collect();
+    let mut kept: Vec<&str> = Vec::with_capacity(lines.len());
+    for (index, &(line, level)) in lines.iter().enumerate() {
+        if let Some(level) = level {
+            let section = lines[index + 1..]
+                .iter()
+                .take_while(|(_, next)| next.is_none_or(|next| next > level));
+            if !section
+                .clone()
+                .any(|(text, next)| next.is_none() && !text.trim().is_empty())
+            {
+                continue;
+            }
+        }
+        if line.trim().is_empty() && kept.last().is_none_or(|last| last.trim().is_empty()) {
+            continue;
+        }
+        kept.push(line);
+    }
+    kept.join("\n").trim_end().to_string()
+}
+
 /// `text` without its HTML comments (`<!-- … -->`, possibly over several lines): what a prompt
 /// gets of a memory file. An unclosed `<!--` is no comment and is kept: a slip of the user's
 /// hand must not hide the rest of the memory from every prompt.
@@ -336,6 +380,23 @@ pub fn strip_comments(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_heading_with_nothing_under_it_is_left_out_of_a_prompt() {
+        let summary =
+            "# Summary\n\n## Lessons\n- run tests first\n\n## Decisions (current)\n\n## Avoid\n";
+        assert_eq!(
+            without_empty_sections(summary),
+            "# Summary\n\n## Lessons\n- run tests first"
+        );
+        // A section whose content is in a subsection stays; a fenced `#` line is content.
+        let nested = "## Notes\n### Deep\ntext\n## Code\n```sh\n# a comment\n```\n## Empty\n";
+        assert_eq!(
+            without_empty_sections(nested),
+            "## Notes\n### Deep\ntext\n## Code\n```sh\n# a comment\n```"
+        );
+        assert_eq!(without_empty_sections("#hashtag\n"), "#hashtag");
+    }
 
     fn at(seconds: i64) -> Timestamp {
         chrono::DateTime::from_timestamp(1_777_025_112 + seconds, 0).unwrap()

@@ -126,6 +126,9 @@ pub fn run(request: &Request) -> anyhow::Result<Outcome> {
         );
     }
     state.refuse_links(None)?;
+    if !request.dry_run {
+        crate::spec::init::keep_gitignore_complete(state, "curator");
+    }
     let now = time::now();
     let holder = locks::describe_holder(std::process::id(), "curator", &time::format(now));
     let (raw, _summary_lock) = lock(request, &holder)?;
