@@ -49,6 +49,7 @@ impl Proposal {
     fn not_run(reason: String) -> Self {
         Proposal {
             wordings: BTreeMap::new(),
+            judgments: Judgments::default(),
             verdict: AgentVerdict {
                 accepted: false,
                 reason,
