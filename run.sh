@@ -228,11 +228,9 @@ cmd_feature() {
     lock_fd=9
   fi
   export HARNESS_FEATURE_LOCK_PID=$$
-  # The agents work in the project, or in the feature's own git worktree (for `all --parallel`);
-  # the state is the project's either way.
-  local agent_dir=$WORKDIR
-  [[ -n $WORKTREE ]] && agent_dir=$STATE_DIR/worktrees/$feature
-  export HARNESS_WORKDIR=$agent_dir HARNESS_STATE_DIR=$STATE_DIR HARNESS_FEATURE_ID=$feature
+  # The roles are given the project; where the agents work — the project, or the feature's own
+  # git worktree (made with --worktree, and kept to once it exists) — is theirs to decide.
+  export HARNESS_WORKDIR=$WORKDIR HARNESS_STATE_DIR=$STATE_DIR HARNESS_FEATURE_ID=$feature
 
   local -a flags=()
   [[ -n $MAX_ITERATIONS ]] && flags+=(--max-iterations "$MAX_ITERATIONS")
@@ -253,12 +251,12 @@ cmd_feature() {
         --state-dir "$STATE_DIR" ${lock_fd:+--lock-fd "$lock_fd"} ${WORKTREE:+--worktree} \
         ${flags[@]+"${flags[@]}"} || rc=$?
     else
-      run_child "$WORKER" --loop --feature="$feature" -C "$agent_dir" --state-dir "$STATE_DIR" \
+      run_child "$WORKER" --loop --feature="$feature" -C "$WORKDIR" --state-dir "$STATE_DIR" \
         ${flags[@]+"${flags[@]}"} || rc=$?
     fi
     if [[ $rc -eq $EXIT_PROVISIONAL ]]; then
       rc=0
-      run_child "$VALIDATOR" --feature "$feature" -C "$agent_dir" --state-dir "$STATE_DIR" \
+      run_child "$VALIDATOR" --feature "$feature" -C "$WORKDIR" --state-dir "$STATE_DIR" \
         ${QUIET:+--quiet} || rc=$?
     fi
     [[ $rc -eq $EXIT_CONTINUE ]] || break

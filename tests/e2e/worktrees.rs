@@ -463,6 +463,46 @@ fn a_worktree_whose_record_is_gone_is_made_again_with_its_uncommitted_work() {
     );
 }
 
+/// A feature killed in its worktree under `all --parallel`, then resumed one at a time (`./run.sh
+/// F-001`, or `all` without `--parallel`), goes on in its worktree, where its work is, and lands
+/// from it: never in the main tree beside its own work.
+#[test]
+fn a_feature_resumed_without_parallel_goes_on_in_its_worktree() {
+    for resume in [&["F-001"][..], &["all"][..]] {
+        let project = project(true);
+        arm(&project, &Kill::Agent);
+        let out = run_all(&project, &[]);
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&out.status),
+            Some(libc::SIGKILL),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(worktree_dir(&project).join("F-001.txt").exists());
+        let out = project.run(resume);
+        let context = format!("{resume:?}: {}", text(&out.stderr));
+        assert_eq!(code(&out), 0, "{context}");
+        assert_eq!(
+            std::fs::read_to_string(project.root().join("found-work")).unwrap_or_default(),
+            "F-001\n",
+            "the resumed agent did not find the work in the worktree\n{context}"
+        );
+        let base = base_branch(&project);
+        assert_eq!(
+            project.git(&["show", &format!("{base}:F-001.txt")]),
+            "work of F-001\n",
+            "{context}"
+        );
+        assert_eq!(project.state("F-001")["status"], "done", "{context}");
+        assert!(project.worktree_dirs().is_empty(), "{context}");
+        assert_eq!(
+            project.git(&["branch", "--list", "harness/*"]).trim(),
+            "",
+            "{context}"
+        );
+    }
+}
+
 /// F-001, and F-002 which depends on it, validated, run by [`agent`]; an untracked `F-001.txt`
 /// in the main tree (which F-001's branch adds too) makes git refuse F-001's merge.
 fn refused_merge() -> Project {

@@ -20,6 +20,7 @@ use crate::spec::features::{Feature, FeatureId};
 use crate::spec::role::Role;
 use crate::state::notes;
 use crate::state::run_state::{Outcome, RunState, Status};
+use crate::state::worktree;
 
 /// The tag of a passing verdict.
 pub const PASS_TAG: &str = "<verdict>PASS</verdict>";
@@ -245,6 +246,12 @@ fn verdict_line(id: &FeatureId, verdict: &Verdict) -> String {
 /// verdict → transition → write (a rejection's reasons go to the notes, for the worker's next
 /// attempt).
 pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
+    // A feature with a worktree is checked there, where its work is, whatever `-C` says.
+    let mut request = request.clone();
+    if let Some(worktree) = worktree::recorded(&request.place.state, &request.feature)? {
+        request.place.workdir = worktree.path;
+    }
+    let request = &request;
     let place = &request.place;
     let mut session = Session::open(&mut InputMemo::default(), request, Role::Validator)?;
     let before = before_validation(&session.state)?;

@@ -500,7 +500,8 @@ pub struct RunStart {
     /// The descriptor run.sh opened on the feature's lock file: once the inputs are checked, the
     /// lock is taken on it for run.sh (see [`attempt::lock_for_caller`]).
     pub lock_fd: Option<i32>,
-    /// Run the feature in its own git worktree (`./run.sh all --parallel`).
+    /// Run the feature in its own git worktree (`./run.sh all --parallel`); one that has a
+    /// worktree already goes on in it without being asked.
     pub worktree: bool,
 }
 
@@ -528,7 +529,7 @@ pub fn run_worker_loop(request: &WorkerRequest, start: RunStart) -> anyhow::Resu
         attempt::lock_for_caller(&feature.place.state, &feature.feature, fd)?;
     }
     init::keep_gitignore_complete(&feature.place.state, "worker");
-    if start.worktree {
+    if start.worktree || worktree::recorded(&place.state, &feature.feature)?.is_some() {
         request.feature.place.workdir = assign_worktree(&mut carry.inputs, &request.feature)?;
     }
     let parent = std::os::unix::process::parent_id();

@@ -24,6 +24,15 @@ pub fn branch_of(feature: &FeatureId) -> String {
     format!("harness/{feature}")
 }
 
+/// The worktree recorded in `id`'s run state and still on disk: where its work is, so a feature
+/// begun under `all --parallel` goes on there however it is resumed (`./run.sh F-001`, `all`).
+pub fn recorded(state: &StateDir, id: &FeatureId) -> anyhow::Result<Option<Worktree>> {
+    let run_state = RunState::load(&state.run_state(id), id)?;
+    Ok(run_state
+        .and_then(|run_state| run_state.worktree)
+        .filter(|worktree| fs::is_dir(&worktree.path)))
+}
+
 /// Makes the feature's worktree sound — creating it from `start` (its branch too, if it has none
 /// yet), or repairing what a kill left of it — and says where it is. The branch the mission runs
 /// on is `base_branch` if given (a worktree made before), else the main working tree's.
