@@ -4,6 +4,7 @@
 mod agent_io;
 mod bad_input;
 mod bad_input_corpus;
+mod containment;
 mod curation_score;
 mod curator;
 mod curator_agent;

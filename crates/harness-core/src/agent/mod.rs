@@ -1,13 +1,14 @@
 //! Running an agent: the configured argv with the prompt on stdin, as an argument or in a file;
-//! its own process group, so a timeout or Ctrl-C stops its whole tree; its output streamed to
+//! enclosed ([`enclosure`]: its own process group, its containment, its sandbox), so a timeout or
+//! Ctrl-C stops everything it started and nothing outlives it; its output streamed to
 //! `output.log` (and the terminal) while a bounded reader extracts what the harness needs — the
 //! promise, turns, memory entries, the tail for the notes — in constant memory, whatever it prints.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -24,11 +25,16 @@ use crate::state::usage::UsageRecord;
 use progress::{Progress, Snapshot};
 use transcript::Transcript;
 
+pub mod contain;
+pub mod enclosure;
 pub mod format;
 pub mod progress;
 pub mod redact;
+pub mod sandbox;
 pub mod transcript;
 
+use contain::Containment;
+pub use enclosure::Enclosure;
 pub use format::{Event, Parser, Setback, SetbackKind, Usage};
 pub use redact::{RedactingStream, Redactor};
 
@@ -43,6 +49,8 @@ pub const TAIL_BYTES: usize = 16 << 10;
 pub struct Invocation<'a> {
     /// The argv; `argv[0]` already resolved (see [`resolve_program`]).
     pub argv: &'a [String],
+    /// How it is started and held: its sandbox and containment.
+    pub enclosure: &'a Enclosure,
     pub prompt: &'a str,
     pub prompt_via: PromptVia,
     /// The file holding the prompt (given in `$HARNESS_PROMPT_FILE` when `prompt_via: file`).
@@ -487,7 +495,7 @@ enum Signal {
 pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
     let started = Instant::now();
     let mut log = fs::open(invocation.log, fs::Mode::Create)?;
-    let (mut child, pipe_reader) = spawn(invocation)?;
+    let (mut child, pipe_reader, containment) = spawn(invocation)?;
     let pgid = child.id() as i32;
 
     let (sender, signals_in) = mpsc::channel::<Signal>();
@@ -543,6 +551,8 @@ pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
 
     let mut supervisor = Supervisor {
         pgid,
+        containment,
+        enclosure: invocation.enclosure,
         signals: signals_in,
         output_closed: false,
         grace: invocation.kill_grace,
@@ -562,7 +572,7 @@ pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
         ),
     };
     signals::unsubscribe();
-    supervisor.reap_group();
+    supervisor.reap_all();
     if let Some(progress) = &progress {
         if let Ok(mut progress) = progress.lock() {
             progress.clear();
@@ -580,19 +590,18 @@ pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
     })
 }
 
-/// Starts the agent in its own process group, its stdout and stderr on one pipe, its prompt
-/// delivered as configured (on stdin: written by the caller); returns it and the pipe's end.
-fn spawn(invocation: &Invocation) -> io::Result<(std::process::Child, io::PipeReader)> {
+/// Starts the agent enclosed, its stdout and stderr on one pipe, its prompt delivered as
+/// configured (on stdin: written by the caller); returns it, the pipe's end and what contains it.
+fn spawn(
+    invocation: &Invocation,
+) -> io::Result<(std::process::Child, io::PipeReader, Containment)> {
     let (pipe_reader, pipe_writer) = io::pipe()?;
 
-    let mut command = Command::new(&invocation.argv[0]);
-    command
-        .args(&invocation.argv[1..])
-        .current_dir(invocation.workdir)
-        .envs(invocation.env.iter().map(|(k, v)| (k, v)))
-        .stdout(pipe_writer.try_clone()?)
-        .stderr(pipe_writer)
-        .process_group(0);
+    let (mut command, containment) =
+        invocation
+            .enclosure
+            .command(invocation.argv, invocation.workdir, invocation.env);
+    command.stdout(pipe_writer.try_clone()?).stderr(pipe_writer);
     match invocation.prompt_via {
         PromptVia::Stdin => {
             command.stdin(Stdio::piped());
@@ -606,20 +615,10 @@ fn spawn(invocation: &Invocation) -> io::Result<(std::process::Child, io::PipeRe
                 .stdin(Stdio::null());
         }
     }
-    // SAFETY: the closure makes only async-signal-safe calls (sigprocmask, prctl).
-    unsafe {
-        command.pre_exec(|| {
-            signals::reset_in_child();
-            // If the harness dies (kill -9), the agent is not left working unsupervised.
-            #[cfg(target_os = "linux")]
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
     let child = command.spawn()?;
     // Our copies of the pipe's write end must go, or the reader would never see the end.
     drop(command);
-    Ok((child, pipe_reader))
+    Ok((child, pipe_reader, containment))
 }
 
 /// The copier between the agent's pipe and everything that reads its output.
@@ -791,9 +790,12 @@ impl Sink<'_> {
     }
 }
 
-/// Waits for the agent and stops its process group when it must.
-struct Supervisor {
+/// Waits for the agent and stops everything it started when it must.
+struct Supervisor<'a> {
     pgid: i32,
+    /// What holds the agent's processes beyond its group.
+    containment: Containment,
+    enclosure: &'a Enclosure,
     signals: mpsc::Receiver<Signal>,
     output_closed: bool,
     grace: Duration,
@@ -808,7 +810,7 @@ struct StatusLine {
     started: Instant,
 }
 
-impl Supervisor {
+impl Supervisor<'_> {
     /// Waits for the agent to exit, or for a reason to stop it: an interrupt, the total time,
     /// silence past the idle limit, lingering after its final answer, a full context, a budget.
     fn watch(
@@ -847,7 +849,7 @@ impl Supervisor {
             let remaining = deadline.saturating_duration_since(Instant::now());
             match self.signals.recv_timeout(remaining) {
                 Ok(Signal::Exited(status)) => {
-                    let end = end_of(status);
+                    let end = end_of(status, self.enclosure);
                     if died_of_an_interrupt(end) {
                         return self.own_interrupt(SIBLING_SIGNAL_WAIT).unwrap_or(end);
                     }
@@ -899,9 +901,10 @@ impl Supervisor {
         }
     }
 
-    /// SIGTERM to the group, SIGKILL after the grace period; returns `why` once the agent is gone.
+    /// SIGTERM to all the agent's processes, SIGKILL after the grace period; returns `why` once
+    /// the agent is gone.
     fn stop(&mut self, why: End) -> End {
-        signal_group(self.pgid, libc::SIGTERM);
+        self.signal_all(libc::SIGTERM);
         let deadline = Instant::now() + self.grace;
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
@@ -913,7 +916,7 @@ impl Supervisor {
                 Err(RecvTimeoutError::Disconnected) => return why,
             }
         }
-        signal_group(self.pgid, libc::SIGKILL);
+        self.signal_all(libc::SIGKILL);
         loop {
             match self.signals.recv() {
                 Ok(Signal::Exited(_)) | Err(_) => return why,
@@ -923,14 +926,48 @@ impl Supervisor {
         }
     }
 
-    /// After the agent ended: whatever it left running in its group is stopped, so nothing
-    /// writes after the harness recorded the end; then the output is read to its end.
-    fn reap_group(&mut self) {
-        if signal_group(self.pgid, libc::SIGTERM) {
-            self.wait_output(self.grace);
-            signal_group(self.pgid, libc::SIGKILL);
+    /// Sends `signal` to every process of the agent: its group and all its containment holds;
+    /// whether any got it. Under a sandbox a SIGTERM goes to the processes inside only: bwrap
+    /// dies of it, and its death is a SIGKILL to everything inside.
+    fn signal_all(&self, signal: i32) -> bool {
+        let gentle = signal != libc::SIGKILL && self.enclosure.is_sandboxed();
+        let group = !gentle && signal_group(self.pgid, signal);
+        let contained = self.containment.signal(signal, !gentle);
+        group || contained
+    }
+
+    /// After the agent ended: whatever it left running — in its group, in a session of its own —
+    /// is stopped (SIGTERM, SIGKILL after the grace period), so nothing writes after the harness
+    /// recorded the end; then the output is read to its end.
+    fn reap_all(&mut self) {
+        if self.signal_all(libc::SIGTERM) {
+            self.wait_gone(self.grace);
         }
+        self.containment.end();
+        signal_group(self.pgid, libc::SIGKILL);
         self.wait_output(self.grace);
+    }
+
+    /// Waits, up to `limit`, for the output to close and every process of the agent to be gone.
+    fn wait_gone(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        let gone = |supervisor: &Self| {
+            // SAFETY: signal 0 only checks for existence.
+            let group = unsafe { libc::kill(-supervisor.pgid, 0) == 0 };
+            supervisor.output_closed && !group && !supervisor.containment.any_left()
+        };
+        while !gone(self) {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return;
+            }
+            if let Ok(Signal::OutputClosed) = self
+                .signals
+                .recv_timeout(remaining.min(Duration::from_millis(20)))
+            {
+                self.output_closed = true;
+            }
+        }
     }
 
     fn wait_output(&mut self, limit: Duration) {
@@ -968,10 +1005,14 @@ fn died_of_an_interrupt(end: End) -> bool {
     }
 }
 
-fn end_of(status: io::Result<std::process::ExitStatus>) -> End {
+/// How the agent ended, by its exit status (a sandbox's exit code for a signal taken back).
+fn end_of(status: io::Result<std::process::ExitStatus>, enclosure: &Enclosure) -> End {
     match status {
         Ok(status) => match (status.code(), status.signal()) {
-            (Some(code), _) => End::Exited(code),
+            (Some(code), _) => match enclosure.signal_of_exit(code) {
+                Some(signal) => End::Signaled(signal),
+                None => End::Exited(code),
+            },
             (None, Some(signal)) => End::Signaled(signal),
             (None, None) => End::Exited(-1),
         },

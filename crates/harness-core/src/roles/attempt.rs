@@ -22,14 +22,14 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::agent::{self, progress, AgentRun, Limits, Redactor};
+use crate::agent::{self, progress, AgentRun, Enclosure, Limits, Redactor};
 use crate::base::atomic::{write_atomic, write_json};
 use crate::base::error::InputError;
 use crate::base::exit_codes;
 use crate::base::fs;
 use crate::base::locks::{self, Lock};
 use crate::base::time::{self, Timestamp};
-use crate::roles::inputs::{self, InputMemo, Inputs, Layers};
+use crate::roles::inputs::{self, InputMemo, Inputs, Launcher, Layers};
 use crate::roles::prompt::RuntimeContext;
 use crate::spec::config::{AgentConfig, Config, OutputFormat};
 use crate::spec::features::FeatureId;
@@ -160,7 +160,7 @@ pub struct Attempt {
     state: StateDir,
     echo: bool,
     agent: AgentConfig,
-    program: PathBuf,
+    launcher: Launcher,
 }
 
 impl Attempt {
@@ -169,7 +169,7 @@ impl Attempt {
     pub fn on_mission(
         place: &Place,
         role: Role,
-        (config, program): (&Config, PathBuf),
+        (config, launcher): (&Config, Launcher),
         run_id: Option<RunId>,
         runs_dir: &Path,
         (iteration, max_iterations): (u32, u32),
@@ -199,7 +199,7 @@ impl Attempt {
             state: place.state.clone(),
             echo: place.echo,
             agent: config.agent_for(role).clone(),
-            program,
+            launcher,
         }
     }
 
@@ -248,7 +248,7 @@ impl Attempt {
             .iter()
             .map(|arg| arg.replace(PROMPT_FILE_PLACEHOLDER, &prompt_file.to_string_lossy()))
             .collect();
-        argv[0] = self.program.to_string_lossy().into_owned();
+        argv[0] = self.launcher.program.to_string_lossy().into_owned();
         let mut env = self.agent.env.clone();
         env.extend(self.environment());
         // The agent's own secrets are as secret as ours.
@@ -260,8 +260,10 @@ impl Attempt {
             write_atomic(&prompt_file, sent.as_bytes())
                 .with_context(|| format!("cannot write {}", prompt_file.display()))?;
         }
+        sweep_stale(&self.launcher.enclosure, self.role.as_str());
         agent::run(&agent::Invocation {
             argv: &argv,
+            enclosure: &self.launcher.enclosure,
             prompt: &sent,
             prompt_via: self.agent.prompt_via,
             prompt_file: &prompt_file,
@@ -432,6 +434,15 @@ struct ResultRecord<'a, F> {
 /// The most of a text agent's output read back for its answer (the end of `output.log`).
 pub const MAX_ANSWER_BYTES: u64 = 1 << 20;
 
+/// Ends what agents of a killed run left running for this project (see `agent::contain`), and
+/// says so: before anything of `who` starts.
+fn sweep_stale(enclosure: &Enclosure, who: &str) {
+    let ended = enclosure.sweep_stale();
+    if ended > 0 {
+        eprintln!("{who}: ended {ended} process(es) that the agents of a killed run left running");
+    }
+}
+
 /// A hint for an agent that could not start, when the reason is known.
 fn start_failure_hint(error: &std::io::Error, prompt: &str, config: &Path) -> String {
     if error.raw_os_error() == Some(libc::E2BIG) {
@@ -516,6 +527,8 @@ impl Session {
         // run.sh must not start a second agent on the same feature.
         let invocation_lock =
             Lock::try_acquire(&state_dir.invocation_lock(id), id.as_str(), &holder)?;
+        // Before anything else of this run: an old agent must not work on beside the new one.
+        sweep_stale(&inputs.launcher.enclosure, &format!("{role} {id}"));
         let state_path = state_dir.run_state(id);
         let loaded = RunState::load(&state_path, id)?;
         let mut state = loaded.clone().unwrap_or_else(|| {
@@ -646,7 +659,7 @@ impl Session {
             state: place.state.clone(),
             echo: place.echo,
             agent: config.agent_for(self.role).clone(),
-            program: self.inputs.program.clone(),
+            launcher: self.inputs.launcher.clone(),
         }
     }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::agent;
+use crate::agent::{self, sandbox::Places, Enclosure};
 use crate::base::error::InputError;
 use crate::spec::config::{self, Config};
 use crate::spec::features::{Feature, FeatureId, FeatureList};
@@ -22,8 +22,17 @@ use crate::state::run_state::RunState;
 pub struct Inputs {
     pub config: Config,
     pub feature: Feature,
-    /// The role's agent program, found in `PATH` or the working directory.
+    pub launcher: Launcher,
+}
+
+/// How a role's agent is started: its program and the enclosure it runs in.
+#[derive(Debug, Clone)]
+pub struct Launcher {
+    /// The agent's program, found in `PATH` or the working directory.
     pub program: PathBuf,
+    /// Its sandbox (as the role's `sandbox:` says, made sure it can be made here) and
+    /// containment.
+    pub enclosure: Enclosure,
 }
 
 /// config.yaml and features.yaml as last parsed, for a worker that runs many iterations in one
@@ -62,11 +71,11 @@ pub fn check_inputs(
     path_var: Option<&OsStr>,
 ) -> Result<Inputs, InputError> {
     let (config, feature) = check_spec(memo, state_dir, feature)?;
-    let program = find_program(&config, role, workdir, state_dir, path_var)?;
+    let launcher = launcher(&config, role, workdir, state_dir, path_var)?;
     Ok(Inputs {
         config,
         feature,
-        program,
+        launcher,
     })
 }
 
@@ -89,34 +98,40 @@ pub fn check_spec(
     Ok((config, feature))
 }
 
-/// config.yaml and `role`'s agent program, for a role that works on the whole mission (the
-/// planner's `plan`, the curator's agent).
+/// config.yaml and how `role`'s agent is started, for a role that works on the whole mission
+/// (the planner's `plan`, the curator's agent).
 pub fn check_mission_inputs(
     workdir: &Path,
     state_dir: &StateDir,
     role: Role,
     path_var: Option<&OsStr>,
-) -> Result<(Config, PathBuf), InputError> {
+) -> Result<(Config, Launcher), InputError> {
     state_dir.require_initialised()?;
     let config = Config::load(&state_dir.config())?;
-    let program = find_program(&config, role, workdir, state_dir, path_var)?;
-    Ok((config, program))
+    let launcher = launcher(&config, role, workdir, state_dir, path_var)?;
+    Ok((config, launcher))
 }
 
-/// `role`'s agent program: an input error naming config.yaml when it is missing.
-fn find_program(
+/// `role`'s agent program and enclosure: an input error naming config.yaml when the program is
+/// missing or the sandbox cannot be made.
+fn launcher(
     config: &Config,
     role: Role,
     workdir: &Path,
     state_dir: &StateDir,
     path_var: Option<&OsStr>,
-) -> Result<PathBuf, InputError> {
-    agent::resolve_program(
-        &config.agent_for(role).command[0],
+) -> Result<Launcher, InputError> {
+    let agent = config.agent_for(role);
+    let config_path = state_dir.config();
+    let program = agent::resolve_program(&agent.command[0], workdir, path_var, &config_path)?;
+    let places = Places {
         workdir,
+        state_dir: state_dir.root(),
+        config: &config_path,
         path_var,
-        &state_dir.config(),
-    )
+    };
+    let enclosure = Enclosure::new(config.sandbox_for(role), agent.preset, places)?;
+    Ok(Launcher { program, enclosure })
 }
 
 /// The role's prompt file, which must exist.

@@ -220,6 +220,34 @@ impl Preset {
     }
 }
 
+impl Preset {
+    /// What the CLI writes of its own outside the project (its settings, sessions, logins), which
+    /// a sandbox leaves writable besides `sandbox.writable`: each CLI's documented home. A
+    /// directory ends with `/` (made if missing, so the CLI can write in it); a file does not
+    /// (left out while it does not exist).
+    pub fn sandbox_writable(self) -> &'static [&'static str] {
+        match self {
+            // `~/.claude/` (settings, sessions, todos), `~/.claude.json` (its state and login);
+            // it writes the latter anew through a temporary file beside it, with a backup.
+            Preset::Claude => &["~/.claude/", "~/.claude.json"],
+            // CODEX_HOME, `~/.codex/` by default: config, logins, sessions, logs.
+            Preset::Codex => &["~/.codex/"],
+            // `~/.gemini/`: settings, OAuth credentials, its temporary files.
+            Preset::Gemini => &["~/.gemini/"],
+            // The XDG directories of `packages/opencode/src/global`: data, config, cache, state.
+            Preset::Opencode => &[
+                "~/.local/share/opencode/",
+                "~/.config/opencode/",
+                "~/.cache/opencode/",
+                "~/.local/state/opencode/",
+            ],
+            // `~/.aider/`: analytics id and caches (its chat history is in the project).
+            Preset::Aider => &["~/.aider/"],
+            Preset::Command => &[],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -172,6 +172,15 @@ const ALLOWED: &[(&str, &str)] = &[
         "harness-core/src/roles/curator/run.rs",
         "while path.exists() && std::time::Instant",
     ),
+    // /proc and the cgroup file system, to contain the agent's processes; the paths a sandbox
+    // mounts (the CLI's own state, git's metadata): none is state.
+    ("harness-core/src/agent/contain/procfs.rs", ""),
+    ("harness-core/src/agent/contain/cgroup.rs", ""),
+    (
+        "harness-core/src/agent/contain/mod.rs",
+        "path.canonicalize()",
+    ),
+    ("harness-core/src/agent/sandbox.rs", ""),
     // Types, not accesses.
     ("", "use std::fs::File;"),
     ("", "std::fs::Metadata"),

@@ -16,6 +16,7 @@ mod agent;
 mod budgets;
 mod curator;
 mod executor;
+mod sandbox;
 mod waits;
 
 pub use crate::spec::presets::{OutputFormat, PromptVia};
@@ -23,6 +24,7 @@ pub use agent::{AgentConfig, AgentSpec, Prices};
 pub use budgets::{Budget, Budgets};
 pub use curator::CuratorParams;
 pub use executor::{ExecutorConfig, ExecutorKind};
+pub use sandbox::{SandboxConfig, SandboxKind};
 pub use waits::{RateLimit, ServiceErrors};
 
 /// The default guardrail on iterations per feature.
@@ -71,6 +73,9 @@ pub struct Config {
     /// Where `./run.sh all` runs each feature: here, or as a job of a cluster.
     #[serde(default)]
     pub executor: ExecutorConfig,
+    /// What the agents may touch: `none`, or a sandbox (see `SandboxConfig`).
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
 }
 
 fn default_stall_iterations() -> u32 {
@@ -97,7 +102,11 @@ pub struct RoleConfigs {
 #[serde(deny_unknown_fields)]
 pub struct RoleConfig {
     /// The agent this role runs instead of the top-level `agent`.
-    pub agent: AgentConfig,
+    #[serde(default)]
+    pub agent: Option<AgentConfig>,
+    /// The sandbox this role's agent runs in instead of the top-level `sandbox`.
+    #[serde(default)]
+    pub sandbox: Option<SandboxConfig>,
 }
 
 fn default_max_iterations() -> u32 {
@@ -134,13 +143,26 @@ impl Config {
 
     /// The agent `role` runs: its own under `roles:`, else the top-level one.
     pub fn agent_for(&self, role: Role) -> &AgentConfig {
-        let own = match role {
+        self.role(role)
+            .and_then(|own| own.agent.as_ref())
+            .unwrap_or(&self.agent)
+    }
+
+    /// The sandbox `role`'s agent runs in: its own under `roles:`, else the top-level one.
+    pub fn sandbox_for(&self, role: Role) -> &SandboxConfig {
+        self.role(role)
+            .and_then(|own| own.sandbox.as_ref())
+            .unwrap_or(&self.sandbox)
+    }
+
+    /// `role`'s own settings under `roles:` (the worker's are the top-level ones).
+    fn role(&self, role: Role) -> Option<&RoleConfig> {
+        match role {
             Role::Worker => None,
             Role::Validator => self.roles.validator.as_ref(),
             Role::Planner => self.roles.planner.as_ref(),
             Role::Curator => self.roles.curator.as_ref(),
-        };
-        own.map_or(&self.agent, |role| &role.agent)
+        }
     }
 
     fn check(&self) -> Result<(), String> {
@@ -151,6 +173,18 @@ impl Config {
         self.executor.check()?;
         self.rate_limit.check()?;
         self.service_errors.check()?;
+        self.sandbox.check()?;
+        for (role, own) in [
+            ("validator", &self.roles.validator),
+            ("planner", &self.roles.planner),
+            ("curator", &self.roles.curator),
+        ] {
+            if let Some(sandbox) = own.as_ref().and_then(|own| own.sandbox.as_ref()) {
+                sandbox
+                    .check()
+                    .map_err(|message| format!("roles.{role}.{message}"))?;
+            }
+        }
         self.curator
             .check()
             .map_err(|message| format!("curator: {message}"))?;
@@ -170,7 +204,12 @@ impl Config {
 
 /// The line of the first config key a check message names, so the error can point at it.
 fn line_of_key(text: &str, message: &str) -> Option<usize> {
-    let key = message.split_whitespace().next()?.rsplit('.').next()?;
+    let key = message
+        .split_whitespace()
+        .next()?
+        .trim_end_matches(':')
+        .rsplit('.')
+        .next()?;
     text.lines()
         .position(|line| line.trim_start().starts_with(&format!("{key}:")))
         .map(|index| index + 1)
@@ -368,6 +407,29 @@ mod tests {
             "{error}"
         );
         assert!(parse("agent:\n  command: [a]\nroles:\n  tester: {}\n").is_err());
+    }
+
+    #[test]
+    fn the_sandbox_is_none_by_default_and_a_role_may_have_its_own() {
+        let config = parse("agent:\n  command: [a]\n").unwrap();
+        assert_eq!(config.sandbox_for(Role::Worker).kind, SandboxKind::None);
+        let config = parse(
+            "agent:\n  command: [a]\nsandbox: bwrap\nroles:\n  validator:\n    sandbox: {kind: bwrap, network: false}\n  planner:\n    sandbox: none\n",
+        )
+        .unwrap();
+        assert_eq!(config.sandbox_for(Role::Worker).kind, SandboxKind::Bwrap);
+        assert!(!config.sandbox_for(Role::Validator).network);
+        assert_eq!(config.sandbox_for(Role::Planner).kind, SandboxKind::None);
+        assert_eq!(config.sandbox_for(Role::Curator).kind, SandboxKind::Bwrap);
+        assert_eq!(config.agent_for(Role::Validator).command, ["a"]);
+        let error =
+            parse("agent:\n  command: [a]\nsandbox: {kind: bwrap, writable: [x]}\n").unwrap_err();
+        assert!(error.message.contains("writable path"), "{error}");
+        assert_eq!(error.line, Some(3), "{error}");
+        let error = parse("agent:\n  command: [a]\nsandbox:\n  kind: bwrap\n  netwrok: false\n")
+            .unwrap_err();
+        assert!(error.message.contains("netwrok"), "{error}");
+        assert!(error.line.is_some(), "{error}");
     }
 
     #[test]

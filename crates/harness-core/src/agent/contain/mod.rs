@@ -1,0 +1,289 @@
+//! Containment: no process an agent started outlives its invocation — in its process group or
+//! not (`setsid`), stopped by a timeout or exiting by itself — and none outlives a killed harness
+//! past the next run's start. Three holds, each catching what the others may miss:
+//!
+//! - the agent's **process group**, which the supervisor signals (see `agent::Supervisor`);
+//! - a **tag**: every agent is started with `HARNESS_OWNER=<pid>:<start time>:<n>:<state dir>`,
+//!   naming the harness process that owns it; its descendants inherit it, whatever session or
+//!   group they make, and `/proc/<pid>/environ` shows it;
+//! - a **cgroup v2** of its own, where the harness may make one (see [`cgroup`]): it holds even a
+//!   process that cleared its environment, and `cgroup.kill` ends all of it at once.
+//!
+//! At the end of an invocation every process of the three is ended. A harness killed with
+//! SIGKILL cannot do that: the agent itself dies with it (`PR_SET_PDEATHSIG`), and its
+//! descendants are ended by the next harness process of the same project, before it starts
+//! anything ([`sweep_stale`]): those whose tag names a harness process that no longer exists
+//! (the pid and its start time, so a recycled pid is never taken for its owner). A process
+//! without the tag, or in a cgroup the harness did not make, is never signalled.
+
+pub mod cgroup;
+pub mod procfs;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use cgroup::Cgroup;
+use procfs::Held;
+
+/// The environment variable that tags an agent's processes with their owner.
+pub const OWNER_VARIABLE: &str = "HARNESS_OWNER";
+
+/// How many times a sweep looks again for processes forked while it was ending the others.
+const MAX_ROUNDS: usize = 50;
+/// How long an emptied cgroup is waited for before it is left for the next sweep.
+const CGROUP_WAIT: Duration = Duration::from_secs(2);
+
+static INVOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+/// The harness process that started an agent, which invocation of it, and for which state
+/// directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    pid: i32,
+    start: u64,
+    invocation: u64,
+    state_dir: PathBuf,
+}
+
+impl Owner {
+    /// A new invocation of this process, for `state_dir`.
+    fn next(state_dir: &Path) -> Self {
+        Self {
+            pid: std::process::id() as i32,
+            start: own_start_time(),
+            invocation: INVOCATIONS.fetch_add(1, Ordering::Relaxed) + 1,
+            state_dir: canonical(state_dir),
+        }
+    }
+
+    /// The tag's text (the state directory last: it may hold `:`).
+    fn tag(&self) -> String {
+        format!(
+            "{}:{}:{}:{}",
+            self.pid,
+            self.start,
+            self.invocation,
+            self.state_dir.display()
+        )
+    }
+
+    fn parse(tag: &str) -> Option<Self> {
+        let mut parts = tag.splitn(4, ':');
+        Some(Self {
+            pid: parts.next()?.parse().ok()?,
+            start: parts.next()?.parse().ok()?,
+            invocation: parts.next()?.parse().ok()?,
+            state_dir: PathBuf::from(parts.next()?),
+        })
+    }
+
+    /// The name of its cgroup.
+    fn cgroup_name(&self) -> String {
+        format!(
+            "{}{}-{}-{}",
+            cgroup::PREFIX,
+            self.pid,
+            self.start,
+            self.invocation
+        )
+    }
+
+    /// Whether the harness process it names still runs (not a zombie, not another process
+    /// that got its pid since).
+    fn alive(pid: i32, start: u64) -> bool {
+        procfs::is_running(pid, start)
+    }
+}
+
+/// The process `pid`, held, if its tag is one `wanted`: the tag is read again once the process is
+/// held, so the process signalled is the one whose tag was read.
+fn hold_tagged(pid: i32, wanted: impl Fn(&str) -> bool) -> Option<Held> {
+    let tagged =
+        |pid| procfs::environment_variable(pid, OWNER_VARIABLE).is_some_and(|t| wanted(&t));
+    if !tagged(pid) {
+        return None;
+    }
+    let held = Held::open(pid, None)?;
+    tagged(pid).then_some(held)
+}
+
+/// The owner's pid and start time in a cgroup name the harness made.
+fn owner_of_cgroup(name: &str) -> Option<(i32, u64)> {
+    let mut parts = name.strip_prefix(cgroup::PREFIX)?.split('-');
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+fn own_start_time() -> u64 {
+    static START: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *START.get_or_init(procfs::own_start_time)
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    // A path that cannot be resolved (gone) is compared as given.
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The processes of one agent invocation: its tag and, where the system allows, its cgroup.
+#[derive(Debug)]
+pub struct Containment {
+    tag: String,
+    cgroup: Option<Cgroup>,
+}
+
+impl Containment {
+    /// A new invocation's containment, for an agent working for `state_dir`; with a cgroup of its
+    /// own unless `HARNESS_NO_CGROUP` is set or the system gives none.
+    pub fn new(state_dir: &Path) -> Self {
+        let owner = Owner::next(state_dir);
+        let cgroup = if std::env::var_os("HARNESS_NO_CGROUP").is_some_and(|v| !v.is_empty()) {
+            None
+        } else {
+            Cgroup::create(&owner.cgroup_name())
+        };
+        Self {
+            tag: owner.tag(),
+            cgroup,
+        }
+    }
+
+    /// The variable the agent is started with: [`OWNER_VARIABLE`] and its tag.
+    pub fn variable(&self) -> (&'static str, &str) {
+        (OWNER_VARIABLE, &self.tag)
+    }
+
+    /// The cgroup the agent joins before its program runs, if it has one.
+    pub fn cgroup(&self) -> Option<&Cgroup> {
+        self.cgroup.as_ref()
+    }
+
+    /// What holds the agent's processes, in words (for `explain`).
+    pub fn describe(&self) -> String {
+        match &self.cgroup {
+            Some(cgroup) => format!(
+                "the agent's process group, the {OWNER_VARIABLE} tag, and the cgroup {}",
+                cgroup.dir().display()
+            ),
+            None => format!("the agent's process group and the {OWNER_VARIABLE} tag (no writable cgroup v2 here)"),
+        }
+    }
+
+    /// The processes that carry the tag, held.
+    fn tagged(&self) -> Vec<Held> {
+        procfs::pids()
+            .into_iter()
+            .filter_map(|pid| hold_tagged(pid, |tag| tag == self.tag))
+            .collect()
+    }
+
+    /// Sends `signal` to every tagged process and, with `whole_cgroup`, to every process of the
+    /// cgroup (a sandbox's own processes are in it, untagged); whether any process got it.
+    pub fn signal(&self, signal: i32, whole_cgroup: bool) -> bool {
+        let mut any = false;
+        for process in self.tagged() {
+            any |= process.signal(signal);
+        }
+        if let (true, Some(cgroup)) = (whole_cgroup, &self.cgroup) {
+            for pid in cgroup.members() {
+                if let Some(process) = Held::open(pid, None) {
+                    any |= process.signal(signal);
+                }
+            }
+        }
+        any
+    }
+
+    /// Whether any process of the invocation is left.
+    pub fn any_left(&self) -> bool {
+        self.cgroup
+            .as_ref()
+            .is_some_and(|c| !c.members().is_empty())
+            || !self.tagged().is_empty()
+    }
+
+    /// Ends every process of the invocation (the cgroup at once, then the tagged ones until none
+    /// is left, forks included) and removes its cgroup.
+    pub fn end(&self) {
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.kill_and_remove(CGROUP_WAIT);
+        }
+        for _ in 0..MAX_ROUNDS {
+            if !self.signal(libc::SIGKILL, false) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Containment {
+    /// Whatever way the invocation ended (an error included), nothing of it stays running.
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+/// Ends what agents of harness processes that no longer exist (killed with SIGKILL) left running
+/// for `state_dir`, and the cgroups such processes made; returns how many processes it ended.
+/// Processes of a live harness are left alone, whichever it is.
+pub fn sweep_stale(state_dir: &Path) -> usize {
+    let state_dir = canonical(state_dir);
+    let mut ended = 0;
+    for _ in 0..MAX_ROUNDS {
+        let stale: Vec<(Held, i32)> = procfs::pids()
+            .into_iter()
+            .filter_map(|pid| {
+                let held = hold_tagged(pid, |tag| {
+                    Owner::parse(tag).is_some_and(|owner| {
+                        owner.state_dir == state_dir && !Owner::alive(owner.pid, owner.start)
+                    })
+                })?;
+                Some((held, pid))
+            })
+            .collect();
+        if stale.is_empty() {
+            break;
+        }
+        for (process, pid) in stale {
+            if let Some(dir) = procfs::cgroup_of(pid).and_then(|path| cgroup::harness_dir_of(&path))
+            {
+                cgroup::kill_and_remove(&dir, Duration::ZERO);
+            }
+            ended += usize::from(process.signal(libc::SIGKILL));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for (name, dir) in cgroup::siblings() {
+        if owner_of_cgroup(&name).is_some_and(|(pid, start)| !Owner::alive(pid, start)) {
+            ended += cgroup::members(&dir).len();
+            cgroup::kill_and_remove(&dir, Duration::ZERO);
+        }
+    }
+    ended
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tag_reads_back_with_a_state_dir_holding_colons() {
+        let owner = Owner {
+            pid: 12,
+            start: 345,
+            invocation: 6,
+            state_dir: "/a:b/.harness".into(),
+        };
+        assert_eq!(Owner::parse(&owner.tag()), Some(owner.clone()));
+        assert_eq!(owner_of_cgroup(&owner.cgroup_name()), Some((12, 345)));
+        assert_eq!(Owner::parse("12:x:6:/p"), None);
+        assert_eq!(owner_of_cgroup("user.slice"), None);
+    }
+
+    #[test]
+    fn the_owner_is_alive_only_with_its_own_start_time() {
+        let pid = std::process::id() as i32;
+        assert!(Owner::alive(pid, own_start_time()));
+        assert!(!Owner::alive(pid, own_start_time() + 1));
+    }
+}

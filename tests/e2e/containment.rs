@@ -1,0 +1,163 @@
+//! Containment: no process an agent started outlives its attempt — in its process group or in a
+//! session of its own (`setsid`) — and none outlives a SIGKILL of run.sh or the worker past the
+//! start of the feature's next run. Each case runs with the per-attempt cgroup (this machine has
+//! a writable cgroup v2) and without it (`HARNESS_NO_CGROUP=1`: the tag alone, as on a machine
+//! that gives none).
+
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use harness_tests::{alive, code, processes_matching, text, Project};
+
+const ONE_FEATURE: &str = "features:\n  - id: F-001\n    title: Hello\n";
+
+/// Waits (bounded) until `ready` holds.
+fn wait_until(what: &str, ready: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ready() {
+        assert!(Instant::now() < deadline, "{what} never happened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The processes running `sleep <seconds>`.
+fn sleeping(seconds: u32) -> Vec<i32> {
+    processes_matching(&format!("sleep {seconds}"))
+}
+
+/// Ends, when dropped (a failed assertion included), the `sleep <n>…` processes a test's agents
+/// started, by pid: a test that fails must not leave them running for hours.
+struct Sleepers(u32);
+
+impl Drop for Sleepers {
+    fn drop(&mut self) {
+        for pid in processes_matching(&format!("sleep {}", self.0)) {
+            // SAFETY: a process running this test's own `sleep <n>…`.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// With or without the per-attempt cgroup.
+fn containment(command: &mut Command, cgroup: bool) -> &mut Command {
+    if cgroup {
+        command.env_remove("HARNESS_NO_CGROUP")
+    } else {
+        command.env("HARNESS_NO_CGROUP", "1")
+    }
+}
+
+/// An agent that, the first time, leaves a child in its group (`sleep <n>1`) and one in a
+/// session of its own (`setsid sleep <n>2`), then hangs; the next time, writes into
+/// survivors.txt which of those it can see running, and delivers the promise.
+fn leaving_agent(project: &Project, n: u32) {
+    project.shell_agent(&format!(
+        "if [ -e started.txt ]; then\n\
+         \x20 for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' <\"$f\"; echo; done 2>/dev/null | grep 'sleep {n}[12]' >survivors.txt\n\
+         \x20 echo '<promise>TASK_COMPLETE</promise>'; exit 0\n\
+         fi\n\
+         sleep {n}1 &\n\
+         setsid sleep {n}2 </dev/null >/dev/null 2>&1 &\n\
+         touch started.txt\n\
+         exec sleep {n}0\n"
+    ));
+}
+
+/// Kills, with SIGKILL, run.sh's whole process group or the worker alone, while the agent and
+/// what it left run; then runs the feature again. Nothing of the first agent may be running when
+/// the second starts, nor after; a process the harness did not start is left alone.
+fn killed_then_run_again(n: u32, kill_whole_group: bool, cgroup: bool) {
+    let _sleepers = Sleepers(n);
+    let project = Project::new(ONE_FEATURE, "steps: []\n");
+    leaving_agent(&project, n);
+    let mut run = project.command(&["F-001"]);
+    let mut child = containment(&mut run, cgroup)
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    wait_until("the agent's children", || {
+        project.workdir.join("started.txt").exists()
+            && !sleeping(n * 10 + 1).is_empty()
+            && !sleeping(n * 10 + 2).is_empty()
+    });
+    if kill_whole_group {
+        // SAFETY: the process group of the run.sh this test started.
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    } else {
+        let state_dir = project.state_dir().display().to_string();
+        let worker = processes_matching(&format!("--state-dir {state_dir}"));
+        assert_eq!(worker.len(), 1, "one worker: {worker:?}");
+        // SAFETY: the worker of the run.sh this test started.
+        unsafe { libc::kill(worker[0], libc::SIGKILL) };
+    }
+    child.wait().unwrap();
+    let mut bystander = Command::new("sleep")
+        .arg(format!("{n}9"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+
+    let mut again = project.command(&["F-001"]);
+    let out = containment(&mut again, cgroup).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let survivors = std::fs::read_to_string(project.workdir.join("survivors.txt")).unwrap();
+    assert_eq!(
+        survivors, "",
+        "the next agent started beside the old one's children"
+    );
+    assert!(sleeping(n * 10 + 1).is_empty() && sleeping(n * 10 + 2).is_empty());
+    assert!(
+        text(&out.stderr).contains("left running"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        alive(bystander.id() as i32),
+        "a process the harness did not start was ended"
+    );
+    bystander.kill().unwrap();
+    bystander.wait().unwrap();
+}
+
+#[test]
+fn nothing_an_agent_started_survives_a_sigkill_of_run_sh_past_the_next_run() {
+    killed_then_run_again(630, true, true);
+}
+
+#[test]
+fn nothing_an_agent_started_survives_a_sigkill_of_the_worker_past_the_next_run() {
+    killed_then_run_again(631, false, false);
+}
+
+/// A hung agent stopped by timeout_secs, then one that exits with its promise: neither leaves
+/// its `setsid` grandchild running.
+#[test]
+fn a_setsid_grandchild_does_not_outlive_its_attempt() {
+    for (n, cgroup) in [(6321, true), (6322, false)] {
+        let _sleepers = Sleepers(n);
+        let project = Project::new(
+            ONE_FEATURE,
+            &format!(
+                "steps:\n  - [spawn: 'setsid sleep {n}1', print: started, hang: true]\n  - [spawn: 'setsid sleep {n}2', promise: true]\n"
+            ),
+        );
+        project.config("timeout_secs: 1\nkill_grace_secs: 1\n", "");
+        let mut run = project.command(&["F-001"]);
+        let out = containment(&mut run, cgroup).output().unwrap();
+        assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+        assert_eq!(
+            project.state("F-001")["attempts"][0]["outcome"],
+            "timed_out"
+        );
+        assert!(
+            sleeping(n * 10 + 1).is_empty(),
+            "the timed-out agent's setsid grandchild survived (cgroup: {cgroup})"
+        );
+        assert!(
+            sleeping(n * 10 + 2).is_empty(),
+            "the finished agent's setsid grandchild survived (cgroup: {cgroup})"
+        );
+    }
+}
