@@ -49,12 +49,14 @@ fn containment(command: &mut Command, cgroup: bool) -> &mut Command {
 }
 
 /// An agent that, the first time, leaves a child in its group (`sleep <n>1`) and one in a
-/// session of its own (`setsid sleep <n>2`), then hangs; the next time, writes into
-/// survivors.txt which of those it can see running, and delivers the promise.
+/// session of its own (`setsid sleep <n>2`), then hangs; the next time, writes into running.txt
+/// the pids of the `sleep <n>1` and `sleep <n>2` it can see running, and delivers the promise.
 fn leaving_agent(project: &Project, n: u32) {
     project.shell_agent(&format!(
         "if [ -e started.txt ]; then\n\
-         \x20 for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' <\"$f\"; echo; done 2>/dev/null | grep 'sleep {n}[12]' >survivors.txt\n\
+         \x20 for d in /proc/[0-9]*; do\n\
+         \x20   case \"$(tr '\\0' ' ' <$d/cmdline 2>/dev/null)\" in 'sleep {n}1 '|'sleep {n}2 ') echo ${{d#/proc/}};; esac\n\
+         \x20 done >running.txt\n\
          \x20 echo '<promise>TASK_COMPLETE</promise>'; exit 0\n\
          fi\n\
          sleep {n}1 &\n\
@@ -66,7 +68,8 @@ fn leaving_agent(project: &Project, n: u32) {
 
 /// Kills, with SIGKILL, run.sh's whole process group or the worker alone, while the agent and
 /// what it left run; then runs the feature again. Nothing of the first agent may be running when
-/// the second starts, nor after; a process the harness did not start is left alone.
+/// the second starts, nor after; a process the harness did not start, running the very same
+/// command, is left alone (and shows that the second agent could see such a process).
 fn killed_then_run_again(n: u32, kill_whole_group: bool, cgroup: bool) {
     let _sleepers = Sleepers(n);
     let project = Project::new(ONE_FEATURE, "steps: []\n");
@@ -81,6 +84,7 @@ fn killed_then_run_again(n: u32, kill_whole_group: bool, cgroup: bool) {
             && !sleeping(n * 10 + 1).is_empty()
             && !sleeping(n * 10 + 2).is_empty()
     });
+    let left = [sleeping(n * 10 + 1), sleeping(n * 10 + 2)].concat();
     if kill_whole_group {
         // SAFETY: the process group of the run.sh this test started.
         unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
@@ -93,28 +97,32 @@ fn killed_then_run_again(n: u32, kill_whole_group: bool, cgroup: bool) {
     }
     child.wait().unwrap();
     let mut bystander = Command::new("sleep")
-        .arg(format!("{n}9"))
+        .arg(format!("{n}2"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let bystander_pid = bystander.id() as i32;
 
     let mut again = project.command(&["F-001"]);
     let out = containment(&mut again, cgroup).output().unwrap();
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
-    let survivors = std::fs::read_to_string(project.workdir.join("survivors.txt")).unwrap();
+    let running = std::fs::read_to_string(project.workdir.join("running.txt")).unwrap();
+    let running: Vec<i32> = running.lines().map(|pid| pid.parse().unwrap()).collect();
     assert_eq!(
-        survivors, "",
-        "the next agent started beside the old one's children"
+        running,
+        [bystander_pid],
+        "the next agent started beside the old one's children {left:?}"
     );
-    assert!(sleeping(n * 10 + 1).is_empty() && sleeping(n * 10 + 2).is_empty());
+    assert!(sleeping(n * 10 + 1).is_empty());
+    assert_eq!(sleeping(n * 10 + 2), [bystander_pid]);
     assert!(
         text(&out.stderr).contains("left running"),
         "{}",
         text(&out.stderr)
     );
     assert!(
-        alive(bystander.id() as i32),
+        alive(bystander_pid),
         "a process the harness did not start was ended"
     );
     bystander.kill().unwrap();

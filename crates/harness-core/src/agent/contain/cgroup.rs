@@ -107,6 +107,11 @@ pub fn kill_and_remove(dir: &Path, wait: Duration) {
     }
 }
 
+/// Removes the cgroup at `dir` if no process is left in it (the kernel refuses otherwise).
+pub fn remove_if_empty(dir: &Path) {
+    let _ = std::fs::remove_dir(dir);
+}
+
 /// The harness's own cgroup v2 directory, when cgroup v2 is mounted and it may make children
 /// there.
 fn own_dir() -> Option<PathBuf> {

@@ -78,11 +78,12 @@ impl Owner {
         })
     }
 
-    /// The name of its cgroup.
+    /// The name of its cgroup: the project's, its own.
     fn cgroup_name(&self) -> String {
         format!(
-            "{}{}-{}-{}",
+            "{}{}-{}-{}-{}",
             cgroup::PREFIX,
+            project_id(&self.state_dir),
             self.pid,
             self.start,
             self.invocation
@@ -108,10 +109,23 @@ fn hold_tagged(pid: i32, wanted: impl Fn(&str) -> bool) -> Option<Held> {
     tagged(pid).then_some(held)
 }
 
-/// The owner's pid and start time in a cgroup name the harness made.
-fn owner_of_cgroup(name: &str) -> Option<(i32, u64)> {
+/// The project (its state directory's id), the owner's pid and its start time in a cgroup name
+/// the harness made.
+fn owner_of_cgroup(name: &str) -> Option<(String, i32, u64)> {
     let mut parts = name.strip_prefix(cgroup::PREFIX)?.split('-');
-    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+    let project = parts.next()?.to_string();
+    Some((
+        project,
+        parts.next()?.parse().ok()?,
+        parts.next()?.parse().ok()?,
+    ))
+}
+
+/// A short id of a (canonical) state directory, for cgroup names: a sweep ends only what agents
+/// of its own project left, never another project's (whose next run will).
+fn project_id(state_dir: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    crate::base::hash::hex_id(state_dir.as_os_str().as_bytes(), 12)
 }
 
 fn own_start_time() -> u64 {
@@ -253,10 +267,20 @@ pub fn sweep_stale(state_dir: &Path) -> usize {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+    let project = project_id(&state_dir);
     for (name, dir) in cgroup::siblings() {
-        if owner_of_cgroup(&name).is_some_and(|(pid, start)| !Owner::alive(pid, start)) {
+        let Some((owner_project, pid, start)) = owner_of_cgroup(&name) else {
+            continue;
+        };
+        if Owner::alive(pid, start) {
+            continue;
+        }
+        if owner_project == project {
             ended += cgroup::members(&dir).len();
             cgroup::kill_and_remove(&dir, Duration::ZERO);
+        } else {
+            // Another project's: its next run ends what is in it; an empty one is only litter.
+            cgroup::remove_if_empty(&dir);
         }
     }
     ended
@@ -275,7 +299,10 @@ mod tests {
             state_dir: "/a:b/.harness".into(),
         };
         assert_eq!(Owner::parse(&owner.tag()), Some(owner.clone()));
-        assert_eq!(owner_of_cgroup(&owner.cgroup_name()), Some((12, 345)));
+        assert_eq!(
+            owner_of_cgroup(&owner.cgroup_name()),
+            Some((project_id(Path::new("/a:b/.harness")), 12, 345))
+        );
         assert_eq!(Owner::parse("12:x:6:/p"), None);
         assert_eq!(owner_of_cgroup("user.slice"), None);
     }
