@@ -23,6 +23,7 @@ mod redaction;
 mod reliability;
 mod report;
 mod resume;
+mod sandbox;
 mod setbacks;
 mod symlinks;
 mod validator;

@@ -78,7 +78,12 @@ impl Project {
     /// A new project with the given features.yaml and scenario, and a config running the
     /// scripted agent with `agent_extra` added under `agent:` and `top_extra` at the top level.
     pub fn new(features: &str, scenario: &str) -> Self {
-        let project = Self::bare();
+        Self::new_in(&std::env::temp_dir(), features, scenario)
+    }
+
+    /// [`Project::new`] in a temporary directory under `base` (a sandbox hides the real `/tmp`).
+    pub fn new_in(base: &Path, features: &str, scenario: &str) -> Self {
+        let project = Self::bare_in(base);
         project.git(&["init", "-q"]);
         project.git(&["commit", "-q", "--allow-empty", "-m", "start"]);
         let out = project.run(&["init"]);
@@ -91,7 +96,13 @@ impl Project {
 
     /// A temporary directory with an empty project directory and nothing else.
     pub fn bare() -> Self {
-        let root = tempfile::tempdir().expect("tempdir");
+        Self::bare_in(&std::env::temp_dir())
+    }
+
+    /// [`Project::bare`] under `base`.
+    pub fn bare_in(base: &Path) -> Self {
+        std::fs::create_dir_all(base).unwrap();
+        let root = tempfile::tempdir_in(base).expect("tempdir");
         let workdir = root.path().join("project");
         std::fs::create_dir_all(&workdir).unwrap();
         std::fs::create_dir_all(root.path().join("identity")).unwrap();

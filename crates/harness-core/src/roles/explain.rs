@@ -8,6 +8,7 @@ use crate::roles::attempt::FeatureRequest;
 use crate::roles::inputs::{self, InputMemo};
 use crate::roles::prompt::{estimate_tokens, Prompt, WorkerPrompt};
 use crate::roles::validator::validator_prompt;
+use crate::spec::config::Config;
 use crate::spec::features::list_ids;
 use crate::spec::layout::RunId;
 use crate::spec::role::Role;
@@ -25,6 +26,8 @@ pub struct Explanation {
     pub total_tokens: usize,
     /// Why no invocation is next (the feature is done, failed, blocked, re-broken), if so.
     pub note: Option<String>,
+    /// The sandbox the agent would run in: `none`, its command line, or why it cannot be made.
+    pub sandbox: String,
 }
 
 /// The prompt `role` would get next on the requested feature (its agent need not be installed:
@@ -45,6 +48,7 @@ pub fn explain(request: &FeatureRequest, role: Role) -> anyhow::Result<Explanati
             )
         });
     let layers = inputs::read_layers(&place.home, &place.state, Some(&feature.id), role)?;
+    let sandbox = sandbox_line(request, config, role);
     let run_id = RunId::generate(time::now().timestamp(), role, &feature.id, |candidate| {
         crate::base::fs::exists(&place.state.feature_runs(&feature.id).join(candidate))
     });
@@ -91,7 +95,27 @@ pub fn explain(request: &FeatureRequest, role: Role) -> anyhow::Result<Explanati
         layers: prompt.layer_sizes(),
         prompt: text,
         note: standing(&state),
+        sandbox,
     })
+}
+
+/// The command line the agent would run in (`<HARNESS_OWNER>` standing for its tag), `none`, or
+/// why the sandbox cannot be made here (the run would refuse to start).
+fn sandbox_line(request: &FeatureRequest, config: &Config, role: Role) -> String {
+    let place = &request.place;
+    let enclosure = inputs::enclosure(
+        config,
+        role,
+        &place.workdir,
+        &place.state,
+        place.path_var.as_deref(),
+    );
+    match enclosure {
+        Ok(enclosure) => enclosure
+            .command_line(&config.agent_for(role).command, &place.workdir)
+            .map_or_else(|| "none".to_string(), |line| line.join(" ")),
+        Err(error) => format!("cannot be made here, a run would refuse to start: {error}"),
+    }
 }
 
 /// What stands in the way of a next invocation, if anything: the prompt is then what it would be
@@ -136,6 +160,7 @@ impl Explanation {
             .note
             .as_ref()
             .map_or(String::new(), |note| format!("note: {note}\n"));
+        text.push_str(&format!("sandbox: {}\n", self.sandbox));
         text.push_str(&format!(
             "{:<width$}  tokens (estimated: characters / 4)\n",
             "layer"

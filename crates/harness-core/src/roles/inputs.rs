@@ -121,17 +121,36 @@ fn launcher(
     state_dir: &StateDir,
     path_var: Option<&OsStr>,
 ) -> Result<Launcher, InputError> {
-    let agent = config.agent_for(role);
-    let config_path = state_dir.config();
-    let program = agent::resolve_program(&agent.command[0], workdir, path_var, &config_path)?;
+    let program = agent::resolve_program(
+        &config.agent_for(role).command[0],
+        workdir,
+        path_var,
+        &state_dir.config(),
+    )?;
+    let enclosure = enclosure(config, role, workdir, state_dir, path_var)?;
+    Ok(Launcher { program, enclosure })
+}
+
+/// The enclosure `role`'s agent runs in, as its `sandbox:` says: an input error naming
+/// config.yaml when the sandbox cannot be made here.
+pub fn enclosure(
+    config: &Config,
+    role: Role,
+    workdir: &Path,
+    state_dir: &StateDir,
+    path_var: Option<&OsStr>,
+) -> Result<Enclosure, InputError> {
     let places = Places {
         workdir,
         state_dir: state_dir.root(),
-        config: &config_path,
+        config: &state_dir.config(),
         path_var,
     };
-    let enclosure = Enclosure::new(config.sandbox_for(role), agent.preset, places)?;
-    Ok(Launcher { program, enclosure })
+    Enclosure::new(
+        config.sandbox_for(role),
+        config.agent_for(role).preset,
+        places,
+    )
 }
 
 /// The role's prompt file, which must exist.

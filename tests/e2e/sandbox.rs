@@ -1,0 +1,283 @@
+//! `sandbox: bwrap`: an agent may change its feature's tree and nothing else. The same attacking
+//! agent runs unsandboxed first (each attack works: the probes are real), then sandboxed: every
+//! attack fails, its work is committed and the feature completes. A machine without bubblewrap,
+//! or where it cannot make namespaces, refuses the run with one line and the install hint.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+
+use harness_tests::{code, processes_matching, text, write_executable, Project};
+
+const ONE_FEATURE: &str = "features:\n  - id: F-001\n    title: Hello\n";
+
+/// Where the sandbox tests make their projects: not under `/tmp`, which the sandbox replaces by
+/// a private one (an agent script under it would be hidden). Cargo's own directory for the
+/// temporary files of integration tests.
+fn base() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sandbox")
+}
+
+/// Whether bubblewrap runs here. `make test` installs it where it is missing; a machine where it
+/// still cannot run says so, and fails under `CI=true` (never a silent skip).
+fn bwrap_works() -> bool {
+    let works = std::process::Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "--unshare-pid", "--unshare-net"])
+        .args(["--die-with-parent", "--", "true"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !works {
+        let why = "bubblewrap (bwrap) is missing or cannot make namespaces here";
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{why}: under CI=true this fails"
+        );
+        eprintln!("SKIPPED: {why} (make test installs it: apt-get install bubblewrap)");
+    }
+    works
+}
+
+/// The attacks, each recorded in results.txt as `<name>: done` or `<name>: refused`.
+const ATTACKS: &[(&str, &str)] = &[
+    ("outside", "echo x > ../outside.txt"),
+    ("state", "echo x >> .harness/runs/F-001/state.json"),
+    ("raw", "echo x >> .harness/raw.md"),
+    (
+        "notes",
+        "mkdir -p .harness/notes && echo x >> .harness/notes/F-001.md",
+    ),
+    ("locks", "touch .harness/locks/planted"),
+    ("link", "ln -s /etc/passwd .harness/summary.md"),
+    ("hook", "echo 'touch pwned' > .git/hooks/post-commit"),
+    ("git-config", "git config core.fsmonitor 'touch pwned'"),
+];
+
+/// An agent that tries every attack, leaves a `setsid sleep <n>` behind, tries the network on
+/// `port`, then does its work (work.txt, committed) and delivers the promise.
+fn attacking_agent(project: &Project, n: u32, port: u16, sandbox: &str) {
+    let mut body = String::from(
+        "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@example.invalid GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@example.invalid\n\
+         try() { if sh -c \"$2\" 2>/dev/null; then echo \"$1: done\"; else echo \"$1: refused\"; fi >>results.txt; }\n",
+    );
+    for (name, attack) in ATTACKS {
+        body.push_str(&format!("try {name} {attack:?}\n"));
+    }
+    body.push_str(&format!(
+        "try network 'bash -c \"echo hi >/dev/tcp/127.0.0.1/{port}\"'\n\
+         setsid sleep {n} </dev/null >/dev/null 2>&1 &\n\
+         echo work > work.txt\n\
+         git add work.txt results.txt && git commit -qm 'the work'\n\
+         echo '<promise>TASK_COMPLETE</promise>'\n"
+    ));
+    let script = project.root().join("agent.sh");
+    write_executable(&script, &format!("#!/bin/sh\ncat >/dev/null\n{body}"));
+    project.write_state(
+        "config.yaml",
+        &format!(
+            "agent:\n  command: [{:?}]\nvalidate: false\nstall_iterations: 0\nsandbox: {sandbox}\n",
+            script.display().to_string()
+        ),
+    );
+}
+
+fn results(project: &Project) -> String {
+    std::fs::read_to_string(project.workdir.join("results.txt")).unwrap_or_default()
+}
+
+/// Whether anything connected to `listener` (which does not block).
+fn connected(listener: &TcpListener) -> bool {
+    listener.accept().is_ok()
+}
+
+fn listener() -> TcpListener {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    listener
+}
+
+#[test]
+fn under_bwrap_every_attack_fails_and_the_work_is_committed() {
+    if !bwrap_works() {
+        return;
+    }
+    // Unsandboxed, each attack works: what the sandboxed run shows refused is really refused.
+    let open = Project::new_in(&base(), ONE_FEATURE, "steps: []\n");
+    let net = listener();
+    attacking_agent(&open, 6401, net.local_addr().unwrap().port(), "none");
+    open.run(&["F-001"]);
+    let expected_done: String = ATTACKS
+        .iter()
+        .map(|(name, _)| format!("{name}: done\n"))
+        .chain(["network: done\n".to_string()])
+        .collect();
+    assert_eq!(results(&open), expected_done);
+    assert!(connected(&net));
+
+    let project = Project::new_in(&base(), ONE_FEATURE, "steps: []\n");
+    let net = listener();
+    let port = net.local_addr().unwrap().port();
+    attacking_agent(&project, 6402, port, "{kind: bwrap, network: false}");
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(project.state("F-001")["status"], "done");
+
+    assert_eq!(
+        results(&project),
+        expected_done.replace(": done", ": refused")
+    );
+    assert!(!project.root().join("outside.txt").exists());
+    assert!(!project.read_state("raw.md").lines().any(|line| line == "x"));
+    assert!(!project.state_dir().join("locks/planted").exists());
+    assert!(!project.state_dir().join("summary.md").is_symlink());
+    assert!(!project.workdir.join(".git/hooks/post-commit").exists());
+    assert!(!project.workdir.join("pwned").exists());
+    assert!(
+        !connected(&net),
+        "the agent reached the network with network: false"
+    );
+    assert!(
+        processes_matching("sleep 6402").is_empty(),
+        "the setsid process survived"
+    );
+    let committed = project.git(&["show", "--stat", "--format=%s", "HEAD"]);
+    assert!(
+        committed.starts_with("the work") && committed.contains("work.txt"),
+        "{committed}"
+    );
+}
+
+/// A directory holding a link to every program of the system's `PATH` but bwrap (and `extra`).
+fn path_without_bwrap(project: &Project, extra: &[(&str, &str)]) -> PathBuf {
+    let bin = project.root().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap()) {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            let link = bin.join(&name);
+            if name != "bwrap" && !link.exists() {
+                let _ = std::os::unix::fs::symlink(entry.path(), link);
+            }
+        }
+    }
+    for (name, script) in extra {
+        write_executable(&bin.join(name), script);
+    }
+    bin
+}
+
+/// Runs F-001 with `sandbox: bwrap` and `PATH` set to `bin`: refused, one line and a hint, no
+/// attempt made.
+fn refused(project: &Project, bin: &Path, expected: &str) {
+    let out = project
+        .command(&["F-001"])
+        .env("PATH", bin)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 1, "{stderr}");
+    let error = stderr
+        .lines()
+        .find(|line| line.contains("sandbox"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        error.contains("config.yaml") && error.contains(expected),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint:"), "{stderr}");
+    assert!(
+        !project.state_dir().join("runs/F-001/state.json").exists(),
+        "an attempt was made: {stderr}"
+    );
+}
+
+#[test]
+fn without_bubblewrap_or_namespaces_the_run_refuses_to_start() {
+    let project = Project::new(ONE_FEATURE, "steps:\n  - [promise: true]\n");
+    project.config("", "sandbox: bwrap\n");
+    let bin = path_without_bwrap(&project, &[]);
+    refused(&project, &bin, "not installed");
+    let out = project
+        .command(&["F-001"])
+        .env("PATH", &bin)
+        .output()
+        .unwrap();
+    assert!(text(&out.stderr).contains("apt-get install bubblewrap"));
+
+    let broken = "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n";
+    let bin = path_without_bwrap(&project, &[("bwrap", broken)]);
+    refused(&project, &bin, "No permissions to create a new namespace");
+}
+
+#[test]
+fn explain_shows_the_sandbox_command_line() {
+    if !bwrap_works() {
+        return;
+    }
+    let project = Project::new_in(&base(), ONE_FEATURE, "steps: []\n");
+    project.config("", "sandbox: {kind: bwrap, network: false}\n");
+    let out = project.run(&["explain", "F-001"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 0, "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|line| line.starts_with("sandbox: "))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let state_dir = project.state_dir().display().to_string();
+    for part in [
+        "bwrap --ro-bind / /",
+        &format!("--ro-bind {state_dir} {state_dir}"),
+        "--unshare-pid",
+        "--die-with-parent",
+        "--unshare-net",
+        "scripted-agent",
+    ] {
+        assert!(line.contains(part), "{part}: {line}");
+    }
+    project.config("", "");
+    let out = project.run(&["explain", "F-001"]);
+    assert!(text(&out.stderr).contains("sandbox: none"));
+}
+
+/// Under `all --parallel`, the agent works in its feature's worktree inside `.harness/`: it may
+/// commit there (git's metadata for it is writable), but not touch the main tree, the state
+/// around its worktree, or git's links between the two; its work is merged.
+#[test]
+fn in_a_worktree_the_agent_commits_its_work_and_nothing_else() {
+    if !bwrap_works() {
+        return;
+    }
+    let project = Project::new_in(&base(), ONE_FEATURE, "steps: []\n");
+    let script = project.root().join("agent.sh");
+    write_executable(
+        &script,
+        "#!/bin/sh\ncat >/dev/null\n\
+         export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@example.invalid GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@example.invalid\n\
+         try() { if sh -c \"$2\" 2>/dev/null; then echo \"$1: done\"; else echo \"$1: refused\"; fi >>results.txt; }\n\
+         try main-tree 'echo x > \"$HARNESS_STATE_DIR/../main.txt\"'\n\
+         try raw 'echo x >> \"$HARNESS_STATE_DIR/raw.md\"'\n\
+         try gitdir-link 'echo /elsewhere > \"$(git rev-parse --git-dir)/commondir\"'\n\
+         try dot-git 'echo gitdir: /elsewhere > .git'\n\
+         echo work > work.txt\n\
+         git add work.txt results.txt && git commit -qm 'the work'\n\
+         echo '<promise>TASK_COMPLETE</promise>'\n",
+    );
+    project.write_state(
+        "config.yaml",
+        &format!(
+            "agent:\n  command: [{:?}]\nvalidate: false\nstall_iterations: 0\nsandbox: bwrap\n",
+            script.display().to_string()
+        ),
+    );
+    let out = project.run(&["all", "--parallel", "2"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(project.state("F-001")["status"], "done");
+    let results = std::fs::read_to_string(project.workdir.join("results.txt")).unwrap();
+    assert_eq!(
+        results,
+        "main-tree: refused\nraw: refused\ngitdir-link: refused\ndot-git: refused\n"
+    );
+    assert!(!project.workdir.join("main.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(project.workdir.join("work.txt")).unwrap(),
+        "work\n"
+    );
+}
