@@ -1,7 +1,7 @@
 # The one entry point: `make demo`, `make test`, `make ci` (what .ci/run calls).
 CARGO ?= cargo
 
-.PHONY: all build build-debug test test-slurm lint fmt clippy ci demo install uninstall clean help test-browser bench
+.PHONY: all build build-debug test test-deps test-slurm lint fmt clippy ci demo install uninstall clean help test-browser bench
 
 all: build
 
@@ -22,8 +22,16 @@ build:
 build-debug:
 	$(CARGO) build --workspace --bins
 
-test: build-debug
+test: build-debug test-deps
 	$(CARGO) test --workspace
+
+# The sandbox's tests need bubblewrap: installed here when missing (Debian/Ubuntu, as root). Where
+# it cannot be, those tests say so, and fail under CI=true.
+test-deps:
+	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && { apt-get install -y -qq bubblewrap >/dev/null 2>&1 \
+	       || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; }; } \
+	  || echo "make test: bubblewrap (bwrap) is missing and could not be installed (apt-get install bubblewrap)" >&2
 
 # A real single-node Slurm cluster on this machine (tests/slurm/cluster.sh: installs slurm-wlm and
 # munge when missing, which needs root) runs missions as one job per feature. One test at a time:

@@ -281,3 +281,49 @@ fn in_a_worktree_the_agent_commits_its_work_and_nothing_else() {
         "work\n"
     );
 }
+
+/// Under a sandbox, a worker killed with SIGKILL takes its agent and everything the agent
+/// started with it at once (the sandbox's PID namespace dies with it), before any next run.
+#[test]
+fn a_killed_worker_takes_its_sandbox_with_it() {
+    if !bwrap_works() {
+        return;
+    }
+    let project = Project::new_in(&base(), ONE_FEATURE, "steps: []\n");
+    let script = project.root().join("agent.sh");
+    write_executable(
+        &script,
+        "#!/bin/sh\ncat >/dev/null\nsetsid sleep 6403 </dev/null >/dev/null 2>&1 &\nexec sleep 6404\n",
+    );
+    project.write_state(
+        "config.yaml",
+        &format!(
+            "agent:\n  command: [{:?}]\nvalidate: false\nsandbox: bwrap\n",
+            script.display().to_string()
+        ),
+    );
+    // Without the cgroup, whose removal is the next run's: only the sandbox is at work here.
+    let mut run = project
+        .command(&["F-001"])
+        .env("HARNESS_NO_CGROUP", "1")
+        .spawn()
+        .unwrap();
+    let gone = |what: &str| processes_matching(what).is_empty();
+    wait_until(|| !gone("sleep 6403") && !gone("sleep 6404"));
+    let state_dir = project.state_dir().display().to_string();
+    let worker = processes_matching(&format!("--state-dir {state_dir}"));
+    assert_eq!(worker.len(), 1, "one worker: {worker:?}");
+    // SAFETY: the worker of the run.sh this test started.
+    unsafe { libc::kill(worker[0], libc::SIGKILL) };
+    run.wait().unwrap();
+    wait_until(|| gone("sleep 6403") && gone("sleep 6404"));
+}
+
+/// Waits (at most a minute, a generous bound on a loaded machine) until `ready` holds.
+fn wait_until(ready: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !ready() {
+        assert!(std::time::Instant::now() < deadline, "never happened");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -54,6 +54,11 @@ validate: true
 #       preset: claude
 #       args: ["--model", "opus"]
 
+# The presets skip the CLIs' permission prompts (the only way to work unattended): turn the sandbox
+# on so that an agent can change its feature's tree and nothing else (Linux, bubblewrap).
+# sandbox: bwrap
+# sandbox: {kind: bwrap, network: false, writable: ["~/.cache/pip"]}   # a role may have its own
+
 # Budgets per feature and for the whole mission: tokens, USD, seconds of agent time.
 # budgets:
 #   feature: {max_tokens: 5000000, max_cost_usd: 20, max_wall_secs: 14400}

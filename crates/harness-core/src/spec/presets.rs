@@ -227,9 +227,11 @@ impl Preset {
     /// (left out while it does not exist).
     pub fn sandbox_writable(self) -> &'static [&'static str] {
         match self {
-            // `~/.claude/` (settings, sessions, todos), `~/.claude.json` (its state and login);
-            // it writes the latter anew through a temporary file beside it, with a backup.
-            Preset::Claude => &["~/.claude/", "~/.claude.json"],
+            // `~/.claude/` (settings, sessions, todos), `~/.claude.json` (its state and login),
+            // `~/.local/state/claude/` (its version locks). It saves `~/.claude.json` through a
+            // lock directory and a temporary file beside it, which a read-only home refuses; it
+            // then writes the file in place, which the bind allows.
+            Preset::Claude => &["~/.claude/", "~/.claude.json", "~/.local/state/claude/"],
             // CODEX_HOME, `~/.codex/` by default: config, logins, sessions, logs.
             Preset::Codex => &["~/.codex/"],
             // `~/.gemini/`: settings, OAuth credentials, its temporary files.
