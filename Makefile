@@ -26,12 +26,18 @@ test: build-debug test-deps
 	$(CARGO) test --workspace
 
 # The sandbox's tests need bubblewrap: installed here when missing (Debian/Ubuntu, as root). Where
-# it cannot be, those tests say so, and fail under CI=true.
+# it cannot be, those tests say so, and fail under CI=true. The genuine Claude Code CLI, for the test
+# that runs it in the sandbox, goes into a cache outside the repository (skipped, said, without npm).
+CLAUDE_CACHE ?= $(HOME)/.cache/harness-tests/claude-code
 test-deps:
 	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
 	  && { apt-get install -y -qq bubblewrap >/dev/null 2>&1 \
 	       || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; }; } \
 	  || echo "make test: bubblewrap (bwrap) is missing and could not be installed (apt-get install bubblewrap)" >&2
+	@test -x "$(CLAUDE_CACHE)/node_modules/.bin/claude" || { command -v npm >/dev/null 2>&1 \
+	  && mkdir -p "$(CLAUDE_CACHE)" && npm install --prefix "$(CLAUDE_CACHE)" --no-audit --no-fund --silent \
+	     @anthropic-ai/claude-code >/dev/null 2>&1; } \
+	  || echo "make test: Claude Code could not be installed with npm; its sandbox test will say it is skipped" >&2
 
 # A real single-node Slurm cluster on this machine (tests/slurm/cluster.sh: installs slurm-wlm and
 # munge when missing, which needs root) runs missions as one job per feature. One test at a time:

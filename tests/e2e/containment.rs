@@ -6,20 +6,10 @@
 
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use harness_tests::{alive, code, processes_matching, text, Project};
+use harness_tests::{alive, code, processes_matching, text, wait_until, Project};
 
 const ONE_FEATURE: &str = "features:\n  - id: F-001\n    title: Hello\n";
-
-/// Waits (bounded) until `ready` holds.
-fn wait_until(what: &str, ready: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !ready() {
-        assert!(Instant::now() < deadline, "{what} never happened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// The processes running `sleep <seconds>`.
 fn sleeping(seconds: u32) -> Vec<i32> {

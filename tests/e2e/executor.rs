@@ -5,9 +5,8 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
 
-use harness_tests::{code, text, write_executable, Project};
+use harness_tests::{code, text, wait_until, write_executable, Project};
 
 const ONE_FEATURE: &str = "features:\n  - id: F-001\n    title: Hello\n";
 const SLURM_COMMANDS: [&str; 6] = ["sbatch", "squeue", "scancel", "sacct", "sinfo", "srun"];
@@ -150,7 +149,9 @@ fn a_second_coordinator_of_the_same_mission_exits_75_naming_the_first() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_until(|| project.state_dir().join("runs/F-001/job.json").exists());
+    wait_until("the job record", || {
+        project.state_dir().join("runs/F-001/job.json").exists()
+    });
 
     let (code, stderr) = run_with_path(&project, &["all"], path_with(&bin));
     let (first_code, said) = stop(first);
@@ -178,14 +179,6 @@ fn a_second_coordinator_of_the_same_mission_exits_75_naming_the_first() {
             .stdout,
     );
     assert!(board.contains("42 RUNNING"), "{board}");
-}
-
-fn wait_until(mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// SIGTERM, as `kill` would; its exit code and what it said on stderr.

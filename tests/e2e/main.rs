@@ -24,6 +24,7 @@ mod reliability;
 mod report;
 mod resume;
 mod sandbox;
+mod sandbox_claude;
 mod setbacks;
 mod symlinks;
 mod validator;

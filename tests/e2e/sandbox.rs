@@ -6,20 +6,20 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 
-use harness_tests::{code, processes_matching, text, write_executable, Project};
+use harness_tests::{code, processes_matching, text, wait_until, write_executable, Project};
 
 const ONE_FEATURE: &str = "features:\n  - id: F-001\n    title: Hello\n";
 
 /// Where the sandbox tests make their projects: not under `/tmp`, which the sandbox replaces by
 /// a private one (an agent script under it would be hidden). Cargo's own directory for the
 /// temporary files of integration tests.
-fn base() -> PathBuf {
+pub fn base() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sandbox")
 }
 
 /// Whether bubblewrap runs here. `make test` installs it where it is missing; a machine where it
 /// still cannot run says so, and fails under `CI=true` (never a silent skip).
-fn bwrap_works() -> bool {
+pub fn bwrap_works() -> bool {
     let works = std::process::Command::new("bwrap")
         .args(["--ro-bind", "/", "/", "--unshare-pid", "--unshare-net"])
         .args(["--die-with-parent", "--", "true"])
@@ -309,21 +309,16 @@ fn a_killed_worker_takes_its_sandbox_with_it() {
         .spawn()
         .unwrap();
     let gone = |what: &str| processes_matching(what).is_empty();
-    wait_until(|| !gone("sleep 6403") && !gone("sleep 6404"));
+    wait_until("the agent and its child", || {
+        !gone("sleep 6403") && !gone("sleep 6404")
+    });
     let state_dir = project.state_dir().display().to_string();
     let worker = processes_matching(&format!("--state-dir {state_dir}"));
     assert_eq!(worker.len(), 1, "one worker: {worker:?}");
     // SAFETY: the worker of the run.sh this test started.
     unsafe { libc::kill(worker[0], libc::SIGKILL) };
     run.wait().unwrap();
-    wait_until(|| gone("sleep 6403") && gone("sleep 6404"));
-}
-
-/// Waits (at most a minute, a generous bound on a loaded machine) until `ready` holds.
-fn wait_until(ready: impl Fn() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !ready() {
-        assert!(std::time::Instant::now() < deadline, "never happened");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until("the end of the sandbox with the worker", || {
+        gone("sleep 6403") && gone("sleep 6404")
+    });
 }

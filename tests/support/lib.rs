@@ -382,6 +382,16 @@ fn indent(lines: &str) -> String {
         .collect()
 }
 
+/// Waits until `ready` holds, failing with `what` past a minute (a generous bound for a loaded
+/// machine: a wait, never a timing that is asserted).
+pub fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ready() {
+        assert!(Instant::now() < deadline, "{what} never happened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Waits for `child` at most `limit`; kills it and fails if it is still running then.
 pub fn wait_at_most(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
     let deadline = Instant::now() + limit;
