@@ -68,15 +68,14 @@ fn attacking_agent(project: &Project, n: u32, port: u16, sandbox: &str) {
          git add work.txt results.txt && git commit -qm 'the work'\n\
          echo '<promise>TASK_COMPLETE</promise>'\n"
     ));
-    let script = project.root().join("agent.sh");
-    write_executable(&script, &format!("#!/bin/sh\ncat >/dev/null\n{body}"));
-    project.write_state(
-        "config.yaml",
-        &format!(
-            "agent:\n  command: [{:?}]\nvalidate: false\nstall_iterations: 0\nsandbox: {sandbox}\n",
-            script.display().to_string()
-        ),
-    );
+    sandboxed_shell_agent(project, &body, sandbox);
+}
+
+/// Makes the agent the shell script `body` (see `Project::shell_agent`), run in `sandbox`.
+fn sandboxed_shell_agent(project: &Project, body: &str, sandbox: &str) {
+    project.shell_agent(body);
+    let config = project.read_state("config.yaml");
+    project.write_state("config.yaml", &format!("{config}sandbox: {sandbox}\n"));
 }
 
 fn results(project: &Project) -> String {
@@ -246,11 +245,9 @@ fn in_a_worktree_the_agent_commits_its_work_and_nothing_else() {
         return;
     }
     let project = Project::new_in(&base(), ONE_FEATURE, "steps: []\n");
-    let script = project.root().join("agent.sh");
-    write_executable(
-        &script,
-        "#!/bin/sh\ncat >/dev/null\n\
-         export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@example.invalid GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@example.invalid\n\
+    sandboxed_shell_agent(
+        &project,
+        "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@example.invalid GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@example.invalid\n\
          try() { if sh -c \"$2\" 2>/dev/null; then echo \"$1: done\"; else echo \"$1: refused\"; fi >>results.txt; }\n\
          try main-tree 'echo x > \"$HARNESS_STATE_DIR/../main.txt\"'\n\
          try raw 'echo x >> \"$HARNESS_STATE_DIR/raw.md\"'\n\
@@ -259,13 +256,7 @@ fn in_a_worktree_the_agent_commits_its_work_and_nothing_else() {
          echo work > work.txt\n\
          git add work.txt results.txt && git commit -qm 'the work'\n\
          echo '<promise>TASK_COMPLETE</promise>'\n",
-    );
-    project.write_state(
-        "config.yaml",
-        &format!(
-            "agent:\n  command: [{:?}]\nvalidate: false\nstall_iterations: 0\nsandbox: bwrap\n",
-            script.display().to_string()
-        ),
+        "bwrap",
     );
     let out = project.run(&["all", "--parallel", "2"]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
@@ -290,17 +281,10 @@ fn a_killed_worker_takes_its_sandbox_with_it() {
         return;
     }
     let project = Project::new_in(&base(), ONE_FEATURE, "steps: []\n");
-    let script = project.root().join("agent.sh");
-    write_executable(
-        &script,
-        "#!/bin/sh\ncat >/dev/null\nsetsid sleep 6403 </dev/null >/dev/null 2>&1 &\nexec sleep 6404\n",
-    );
-    project.write_state(
-        "config.yaml",
-        &format!(
-            "agent:\n  command: [{:?}]\nvalidate: false\nsandbox: bwrap\n",
-            script.display().to_string()
-        ),
+    sandboxed_shell_agent(
+        &project,
+        "setsid sleep 6403 </dev/null >/dev/null 2>&1 &\nexec sleep 6404\n",
+        "bwrap",
     );
     // Without the cgroup, whose removal is the next run's: only the sandbox is at work here.
     let mut run = project
