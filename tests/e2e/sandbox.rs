@@ -10,11 +10,12 @@ use harness_tests::{code, processes_matching, text, wait_until, write_executable
 
 const ONE_FEATURE: &str = "features:\n  - id: F-001\n    title: Hello\n";
 
-/// Where the sandbox tests make their projects: not under `/tmp`, which the sandbox replaces by
-/// a private one (an agent script under it would be hidden). Cargo's own directory for the
-/// temporary files of integration tests.
+/// Where the sandbox tests make their (temporary) projects: not under `/tmp`, which the sandbox
+/// replaces by a private one (an agent script under it would be hidden), nor in the repository:
+/// `~/.cache/harness-tests/projects`.
 pub fn base() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sandbox")
+    let home = std::env::var_os("HOME").expect("HOME is set");
+    PathBuf::from(home).join(".cache/harness-tests/projects")
 }
 
 /// Whether bubblewrap runs here. `make test` installs it where it is missing; a machine where it
