@@ -44,14 +44,6 @@ impl Enclosure {
         })
     }
 
-    /// No sandbox: processes are only contained.
-    pub fn unsandboxed(state_dir: &Path) -> Self {
-        Self {
-            sandbox: None,
-            state_dir: state_dir.to_path_buf(),
-        }
-    }
-
     /// Whether there is a sandbox.
     pub fn is_sandboxed(&self) -> bool {
         self.sandbox.is_some()

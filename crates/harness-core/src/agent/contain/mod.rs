@@ -171,17 +171,6 @@ impl Containment {
         self.cgroup.as_ref()
     }
 
-    /// What holds the agent's processes, in words (for `explain`).
-    pub fn describe(&self) -> String {
-        match &self.cgroup {
-            Some(cgroup) => format!(
-                "the agent's process group, the {OWNER_VARIABLE} tag, and the cgroup {}",
-                cgroup.dir().display()
-            ),
-            None => format!("the agent's process group and the {OWNER_VARIABLE} tag (no writable cgroup v2 here)"),
-        }
-    }
-
     /// The processes that carry the tag, held.
     fn tagged(&self) -> Vec<Held> {
         procfs::pids()

@@ -30,16 +30,6 @@ pub enum SandboxKind {
     Bwrap,
 }
 
-impl SandboxKind {
-    /// Its name in config.yaml.
-    pub fn name(self) -> &'static str {
-        match self {
-            SandboxKind::None => "none",
-            SandboxKind::Bwrap => "bwrap",
-        }
-    }
-}
-
 /// `sandbox:` as written: a kind alone, or the whole mapping.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
