@@ -13,6 +13,7 @@ use crate::spec::features::list_ids;
 use crate::spec::layout::RunId;
 use crate::spec::role::Role;
 use crate::state::run_state::{RunState, Status};
+use crate::state::worktree;
 use crate::InputError;
 
 /// The next prompt of a role, and what it is made of.
@@ -103,16 +104,18 @@ pub fn explain(request: &FeatureRequest, role: Role) -> anyhow::Result<Explanati
 /// why the sandbox cannot be made here (the run would refuse to start).
 fn sandbox_line(request: &FeatureRequest, config: &Config, role: Role) -> String {
     let place = &request.place;
+    let workdir = worktree::workdir_of(&place.state, &request.feature, &place.workdir)
+        .unwrap_or_else(|_| place.workdir.clone());
     let enclosure = inputs::enclosure(
         config,
         role,
-        &place.workdir,
+        &workdir,
         &place.state,
         place.path_var.as_deref(),
     );
     match enclosure {
         Ok(enclosure) => enclosure
-            .command_line(&config.agent_for(role).command, &place.workdir)
+            .command_line(&config.agent_for(role).command, &workdir)
             .map_or_else(|| "none".to_string(), |line| line.join(" ")),
         Err(error) => format!("cannot be made here, a run would refuse to start: {error}"),
     }

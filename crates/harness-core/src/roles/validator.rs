@@ -248,9 +248,11 @@ fn verdict_line(id: &FeatureId, verdict: &Verdict) -> String {
 pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
     // A feature with a worktree is checked there, where its work is, whatever `-C` says.
     let mut request = request.clone();
-    if let Some(worktree) = worktree::recorded(&request.place.state, &request.feature)? {
-        request.place.workdir = worktree.path;
-    }
+    request.place.workdir = worktree::workdir_of(
+        &request.place.state,
+        &request.feature,
+        &request.place.workdir,
+    )?;
     let request = &request;
     let place = &request.place;
     let mut session = Session::open(&mut InputMemo::default(), request, Role::Validator)?;

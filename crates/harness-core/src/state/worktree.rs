@@ -6,7 +6,7 @@
 //! (`base::git::worktrees`), and landing is recorded before it starts, so that a killed landing
 //! is finished by the next run without an agent running again.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::base::fs;
 use crate::base::git::{self, merge::Merge, worktrees};
@@ -31,6 +31,11 @@ pub fn recorded(state: &StateDir, id: &FeatureId) -> anyhow::Result<Option<Workt
     Ok(run_state
         .and_then(|run_state| run_state.worktree)
         .filter(|worktree| fs::is_dir(&worktree.path)))
+}
+
+/// Where `id` works: its [`recorded`] worktree, else `main` (the project).
+pub fn workdir_of(state: &StateDir, id: &FeatureId, main: &Path) -> anyhow::Result<PathBuf> {
+    Ok(recorded(state, id)?.map_or_else(|| main.to_path_buf(), |worktree| worktree.path))
 }
 
 /// Makes the feature's worktree sound — creating it from `start` (its branch too, if it has none
