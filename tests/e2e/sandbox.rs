@@ -53,7 +53,9 @@ const ATTACKS: &[(&str, &str)] = &[
 ];
 
 /// An agent that tries every attack, leaves a `setsid sleep <n>` behind, tries the network on
-/// `port`, then does its work (work.txt, committed) and delivers the promise.
+/// `port`; writes into `../allowed/` (a `sandbox.writable` path) and `/tmp/<probe>`, and records
+/// its confinement (its `NoNewPrivs`, its PID namespace); then does its work (work.txt,
+/// committed) and delivers the promise.
 fn attacking_agent(project: &Project, n: u32, port: u16, sandbox: &str) {
     let mut body = String::from(
         "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@example.invalid GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@example.invalid\n\
@@ -65,11 +67,37 @@ fn attacking_agent(project: &Project, n: u32, port: u16, sandbox: &str) {
     body.push_str(&format!(
         "try network 'bash -c \"echo hi >/dev/tcp/127.0.0.1/{port}\"'\n\
          setsid sleep {n} </dev/null >/dev/null 2>&1 &\n\
+         echo y > ../allowed/y.txt; echo x > /tmp/{probe}\n\
+         grep NoNewPrivs /proc/self/status > confinement.txt; readlink /proc/self/ns/pid >> confinement.txt\n\
          echo work > work.txt\n\
-         git add work.txt results.txt && git commit -qm 'the work'\n\
-         echo '<promise>TASK_COMPLETE</promise>'\n"
+         git add work.txt results.txt confinement.txt && git commit -qm 'the work'\n\
+         echo '<promise>TASK_COMPLETE</promise>'\n",
+        probe = tmp_probe(n).file_name().unwrap().to_string_lossy()
     ));
+    std::fs::create_dir_all(project.root().join("allowed")).unwrap();
     sandboxed_shell_agent(project, &body, sandbox);
+}
+
+/// The file agent `n` writes under `/tmp` (the host's, or the sandbox's private one).
+fn tmp_probe(n: u32) -> PathBuf {
+    PathBuf::from(format!(
+        "/tmp/harness-sandbox-probe-{}-{n}",
+        std::process::id()
+    ))
+}
+
+/// The agent's `NoNewPrivs` line, and whether it ran in the test's own PID namespace.
+fn confinement(project: &Project) -> (String, bool) {
+    let text = std::fs::read_to_string(project.workdir.join("confinement.txt")).unwrap();
+    let mut lines = text.lines();
+    let no_new_privs = lines
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let own = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    (no_new_privs, lines.next() == Some(own.to_str().unwrap()))
 }
 
 /// Makes the agent the shell script `body` (see `Project::shell_agent`), run in `sandbox`.
@@ -111,11 +139,21 @@ fn under_bwrap_every_attack_fails_and_the_work_is_committed() {
         .collect();
     assert_eq!(results(&open), expected_done);
     assert!(connected(&net));
+    assert!(std::fs::remove_file(tmp_probe(6401)).is_ok());
+    assert!(
+        confinement(&open).1,
+        "the probe of the PID namespace is real"
+    );
 
     let project = Project::new_in(&base(), ONE_FEATURE, "steps: []\n");
     let net = listener();
     let port = net.local_addr().unwrap().port();
-    attacking_agent(&project, 6402, port, "{kind: bwrap, network: false}");
+    let allowed = project.root().join("allowed");
+    let sandbox = format!(
+        "{{kind: bwrap, network: false, writable: [{:?}]}}",
+        allowed.display().to_string()
+    );
+    attacking_agent(&project, 6402, port, &sandbox);
     let out = project.run(&["F-001"]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     assert_eq!(project.state("F-001")["status"], "done");
@@ -125,6 +163,12 @@ fn under_bwrap_every_attack_fails_and_the_work_is_committed() {
         expected_done.replace(": done", ": refused")
     );
     assert!(!project.root().join("outside.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(allowed.join("y.txt")).unwrap(),
+        "y\n"
+    );
+    assert!(!tmp_probe(6402).exists(), "the agent's /tmp was the host's");
+    assert_eq!(confinement(&project), ("NoNewPrivs: 1".to_string(), false));
     assert!(!project.read_state("raw.md").lines().any(|line| line == "x"));
     assert!(!project.state_dir().join("locks/planted").exists());
     assert!(!project.state_dir().join("summary.md").is_symlink());
