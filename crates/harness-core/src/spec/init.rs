@@ -221,6 +221,20 @@ mod tests {
     use crate::spec::features::FeatureList;
 
     #[test]
+    fn the_templates_sandbox_lines_parse_once_uncommented() {
+        for line in CONFIG_TEMPLATE
+            .lines()
+            .filter(|l| l.starts_with("# sandbox: "))
+        {
+            let text = CONFIG_TEMPLATE.replace(line, &line[2..]);
+            let config = Config::parse(&text, std::path::Path::new("config.yaml"))
+                .unwrap_or_else(|error| panic!("{line}: {error}"));
+            assert_eq!(config.sandbox.kind, crate::spec::config::SandboxKind::Bwrap);
+        }
+        assert_eq!(CONFIG_TEMPLATE.matches("\n# sandbox: ").count(), 2);
+    }
+
+    #[test]
     fn templates_parse_and_nothing_is_overwritten() {
         let dir = tempfile::tempdir().unwrap();
         let state = StateDir::in_workdir(dir.path());
