@@ -351,3 +351,35 @@ fn a_killed_worker_takes_its_sandbox_with_it() {
         gone("sleep 6403") && gone("sleep 6404")
     });
 }
+
+/// A role's own `sandbox:` under `roles:` is the one its agent runs in: here the worker runs
+/// unsandboxed and the validator under bwrap, each trying to write into `.harness/`.
+#[test]
+fn a_role_runs_in_its_own_sandbox() {
+    if !bwrap_works() {
+        return;
+    }
+    let project = Project::new_in(&base(), ONE_FEATURE, "steps: []\n");
+    project.shell_agent(
+        "touch \"$HARNESS_STATE_DIR/by-$HARNESS_ROLE\" 2>/dev/null\n\
+         if [ \"$HARNESS_ROLE\" = validator ]; then echo '<verdict>PASS</verdict>'; else echo '<promise>TASK_COMPLETE</promise>'; fi",
+    );
+    let config = project
+        .read_state("config.yaml")
+        .replace("validate: false\n", "");
+    project.write_state(
+        "config.yaml",
+        &format!("{config}validate: true\nroles:\n  validator:\n    sandbox: bwrap\n"),
+    );
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(project.state("F-001")["status"], "done");
+    let roles: Vec<String> = project
+        .attempts("F-001")
+        .into_iter()
+        .map(|(role, _)| role)
+        .collect();
+    assert_eq!(roles, ["worker", "validator"]);
+    assert!(project.state_dir().join("by-worker").exists());
+    assert!(!project.state_dir().join("by-validator").exists());
+}
