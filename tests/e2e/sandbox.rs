@@ -37,6 +37,16 @@ pub fn bwrap_works() -> bool {
     works
 }
 
+/// What the agents' scripts begin with: a git identity, and `try NAME COMMAND`, which records in
+/// results.txt `NAME: done` or `NAME: refused`.
+const PRELUDE: &str = "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@example.invalid GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@example.invalid\n\
+     try() { if sh -c \"$2\" 2>/dev/null; then echo \"$1: done\"; else echo \"$1: refused\"; fi >>results.txt; }\n";
+
+/// A project for a sandbox test, where bubblewrap runs (see [`bwrap_works`]).
+fn sandbox_project() -> Option<Project> {
+    bwrap_works().then(|| Project::new_in(&base(), ONE_FEATURE, "steps: []\n"))
+}
+
 /// The attacks, each recorded in results.txt as `<name>: done` or `<name>: refused`.
 const ATTACKS: &[(&str, &str)] = &[
     ("outside", "echo x > ../outside.txt"),
@@ -57,10 +67,7 @@ const ATTACKS: &[(&str, &str)] = &[
 /// its confinement (its `NoNewPrivs`, its PID namespace); then does its work (work.txt,
 /// committed) and delivers the promise.
 fn attacking_agent(project: &Project, n: u32, port: u16, sandbox: &str) {
-    let mut body = String::from(
-        "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@example.invalid GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@example.invalid\n\
-         try() { if sh -c \"$2\" 2>/dev/null; then echo \"$1: done\"; else echo \"$1: refused\"; fi >>results.txt; }\n",
-    );
+    let mut body = String::from(PRELUDE);
     for (name, attack) in ATTACKS {
         body.push_str(&format!("try {name} {attack:?}\n"));
     }
@@ -124,11 +131,10 @@ fn listener() -> TcpListener {
 
 #[test]
 fn under_bwrap_every_attack_fails_and_the_work_is_committed() {
-    if !bwrap_works() {
-        return;
-    }
     // Unsandboxed, each attack works: what the sandboxed run shows refused is really refused.
-    let open = Project::new_in(&base(), ONE_FEATURE, "steps: []\n");
+    let Some(open) = sandbox_project() else {
+        return;
+    };
     let net = listener();
     attacking_agent(&open, 6401, net.local_addr().unwrap().port(), "none");
     open.run(&["F-001"]);
@@ -253,10 +259,9 @@ fn without_bubblewrap_or_namespaces_the_run_refuses_to_start() {
 
 #[test]
 fn explain_shows_the_sandbox_command_line() {
-    if !bwrap_works() {
+    let Some(project) = sandbox_project() else {
         return;
-    }
-    let project = Project::new_in(&base(), ONE_FEATURE, "steps: []\n");
+    };
     project.config("", "sandbox: {kind: bwrap, network: false}\n");
     let out = project.run(&["explain", "F-001"]);
     let stderr = text(&out.stderr);
@@ -286,21 +291,20 @@ fn explain_shows_the_sandbox_command_line() {
 /// around its worktree, or git's links between the two; its work is merged.
 #[test]
 fn in_a_worktree_the_agent_commits_its_work_and_nothing_else() {
-    if !bwrap_works() {
+    let Some(project) = sandbox_project() else {
         return;
-    }
-    let project = Project::new_in(&base(), ONE_FEATURE, "steps: []\n");
+    };
     sandboxed_shell_agent(
         &project,
-        "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@example.invalid GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@example.invalid\n\
-         try() { if sh -c \"$2\" 2>/dev/null; then echo \"$1: done\"; else echo \"$1: refused\"; fi >>results.txt; }\n\
-         try main-tree 'echo x > \"$HARNESS_STATE_DIR/../main.txt\"'\n\
+        &format!(
+            "{PRELUDE}try main-tree 'echo x > \"$HARNESS_STATE_DIR/../main.txt\"'\n\
          try raw 'echo x >> \"$HARNESS_STATE_DIR/raw.md\"'\n\
          try gitdir-link 'echo /elsewhere > \"$(git rev-parse --git-dir)/commondir\"'\n\
          try dot-git 'echo gitdir: /elsewhere > .git'\n\
          echo work > work.txt\n\
          git add work.txt results.txt && git commit -qm 'the work'\n\
-         echo '<promise>TASK_COMPLETE</promise>'\n",
+         echo '<promise>TASK_COMPLETE</promise>'\n"
+        ),
         "bwrap",
     );
     let out = project.run(&["all", "--parallel", "2"]);
@@ -322,10 +326,9 @@ fn in_a_worktree_the_agent_commits_its_work_and_nothing_else() {
 /// started with it at once (the sandbox's PID namespace dies with it), before any next run.
 #[test]
 fn a_killed_worker_takes_its_sandbox_with_it() {
-    if !bwrap_works() {
+    let Some(project) = sandbox_project() else {
         return;
-    }
-    let project = Project::new_in(&base(), ONE_FEATURE, "steps: []\n");
+    };
     sandboxed_shell_agent(
         &project,
         "setsid sleep 6403 </dev/null >/dev/null 2>&1 &\nexec sleep 6404\n",
@@ -356,10 +359,9 @@ fn a_killed_worker_takes_its_sandbox_with_it() {
 /// unsandboxed and the validator under bwrap, each trying to write into `.harness/`.
 #[test]
 fn a_role_runs_in_its_own_sandbox() {
-    if !bwrap_works() {
+    let Some(project) = sandbox_project() else {
         return;
-    }
-    let project = Project::new_in(&base(), ONE_FEATURE, "steps: []\n");
+    };
     project.shell_agent(
         "touch \"$HARNESS_STATE_DIR/by-$HARNESS_ROLE\" 2>/dev/null\n\
          if [ \"$HARNESS_ROLE\" = validator ]; then echo '<verdict>PASS</verdict>'; else echo '<promise>TASK_COMPLETE</promise>'; fi",
