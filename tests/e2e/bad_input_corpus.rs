@@ -75,6 +75,12 @@ fn refused_cases() -> Vec<Case> {
         case("config: a NUL byte", "config.yaml", "agent:\n  command: [sh\0]\n", f001, "config.yaml:2: the file holds the control character U+0000"),
         case("config: brackets 100,000 deep", "config.yaml", format!("agent:\n  command: {}{}\n", "[".repeat(100_000), "]".repeat(100_000)), f001, "config.yaml:2: lists or maps are nested more than 128 deep"),
         case("config: a BOM in the middle", "config.yaml", "agent:\n  command: [sh]\n\u{feff}max_iterations: 3\n", f001, "config.yaml:"),
+        // config.yaml's lifecycle: checks, phases, hooks.
+        case("config: a check without a command", "config.yaml", config_with("checks: [{name: tests}]"), f001, "config.yaml:3: checks[0]: missing field `command`"),
+        case("config: a check named twice", "config.yaml", config_with("checks: [{name: t, command: a}, {name: t, command: b}]"), f001, "config.yaml:3:"),
+        case("config: a phase allowing an absolute path", "config.yaml", config_with("phases: [{name: plan, allow: [/etc/**]}]"), f001, "relative to the top"),
+        case("config: a hook for an unknown event", "config.yaml", config_with("hooks: {on_done: [{command: x}]}"), f001, "unknown variant `on_done`"),
+        case("config: a hook with on_error: explode", "config.yaml", config_with("hooks: {feature_done: [{command: x, on_error: explode}]}"), f001, "config.yaml:3:"),
         // features.yaml: the same, and ids no file may be named after.
         case("features: bad indentation", "features.yaml", "features:\n  - id: F-001\n   title: a\n", f001, "features.yaml:2: features[0]: missing field `title`"),
         case("features: a map, not a list", "features.yaml", "features: {id: F-001, title: a}\n", f001, "features.yaml:1: features: invalid type: map, expected a sequence"),

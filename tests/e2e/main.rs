@@ -15,6 +15,7 @@ mod guardrails;
 mod hand_edits;
 mod init;
 mod install;
+mod lifecycle;
 mod mission;
 mod planner;
 mod presets;

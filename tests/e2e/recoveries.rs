@@ -324,7 +324,7 @@ fn the_harnesss_own_records_never_show_as_untracked_and_an_older_gitignore_is_co
     let gitignore = project.read_state(".gitignore");
     assert!(gitignore.starts_with(older), "{gitignore}");
     assert!(
-        gitignore.ends_with("/plan.json\n/curator.json\n/mission-id\n"),
+        gitignore.ends_with("/plan.json\n/curator.json\n/mission-id\n/hooks/\n"),
         "{gitignore}"
     );
 }

@@ -1,25 +1,11 @@
 //! Interruptions: kill -9, Ctrl-C, and two run.sh on the same feature.
 
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use harness_tests::{alive, code, processes_matching, text, write_executable, Project};
+use harness_tests::{alive, code, processes_matching, text, wait_for, write_executable, Project};
 
 const ONE_FEATURE: &str = "features:\n  - id: F-001\n    title: Hello\n";
-
-/// Waits (bounded) until `path` exists: the scripted agent writes it when its step has begun.
-fn wait_for(path: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !path.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// Starts `./run.sh F-001` in its own process group (as a terminal would) and returns once the
 /// agent's step has begun (it writes started.txt).

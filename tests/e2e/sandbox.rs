@@ -385,3 +385,31 @@ fn a_role_runs_in_its_own_sandbox() {
     assert!(project.state_dir().join("by-worker").exists());
     assert!(!project.state_dir().join("by-validator").exists());
 }
+
+/// A check runs in the worker's sandbox, as its agent does (it cannot write outside the tree
+/// either); a hook is the user's, not the agent's: it runs outside it.
+#[test]
+fn a_check_runs_in_the_workers_sandbox_and_a_hook_outside_it() {
+    let Some(project) = sandbox_project() else {
+        return;
+    };
+    sandboxed_shell_agent(&project, "echo '<promise>TASK_COMPLETE</promise>'", "bwrap");
+    let config = project.read_state("config.yaml");
+    project.write_state(
+        "config.yaml",
+        &format!(
+            "{config}checks: [{{name: escape, command: \"touch \\\"$HARNESS_STATE_DIR/by-check\\\" ../by-check 2>/dev/null; echo checked > checked.txt\"}}]\n\
+             hooks: {{feature_done: [{{command: \"touch \\\"$HARNESS_STATE_DIR/by-hook\\\"\"}}]}}\n"
+        ),
+    );
+    let out = project.run(&["F-001"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(project.state("F-001")["status"], "done");
+    assert!(
+        project.workdir.join("checked.txt").exists(),
+        "the check ran"
+    );
+    assert!(!project.state_dir().join("by-check").exists());
+    assert!(!project.workdir.join("../by-check").exists());
+    assert!(project.state_dir().join("by-hook").exists());
+}

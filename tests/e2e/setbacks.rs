@@ -144,9 +144,14 @@ fn a_service_error_is_waited_out_with_back_off_and_not_counted() {
             fixture("claude_overloaded.jsonl")
         ),
     );
+    // The hooks hear of each wait, as of a rate limit's.
+    let heard = project.root().join("waits.jsonl");
     project.config(
         "output_format: claude-stream-json\n",
-        "max_iterations: 1\nservice_errors: {wait_secs: 0, max_waits: 5}\n",
+        &format!(
+            "max_iterations: 1\nservice_errors: {{wait_secs: 0, max_waits: 5}}\nhooks: {{rate_limit_wait: [{{command: \"cat >> '{}'\"}}]}}\n",
+            heard.display()
+        ),
     );
     let out = project.run(&["F-001"]);
     let stderr = text(&out.stderr);
@@ -154,6 +159,28 @@ fn a_service_error_is_waited_out_with_back_off_and_not_counted() {
     assert_eq!(
         outcomes(&project),
         ["service_error", "service_error", "completed"]
+    );
+    let waits: Vec<serde_json::Value> = std::fs::read_to_string(&heard)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let said: Vec<_> = waits
+        .iter()
+        .map(|w| {
+            (
+                w["outcome"].clone(),
+                w["wait_number"].clone(),
+                w["resets_at"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("service_error".into(), 1.into(), serde_json::Value::Null),
+            ("service_error".into(), 2.into(), serde_json::Value::Null)
+        ]
     );
     assert_eq!(project.state("F-001")["iteration_count"], 1);
     let waits = waiting_lines(&stderr);

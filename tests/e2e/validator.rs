@@ -1,7 +1,7 @@
 //! The validator: a provisional feature is verified by another agent invocation; a rejection
 //! goes back to the worker with the reasons in the notes.
 
-use harness_tests::{code, text, Project};
+use harness_tests::{code, pairs, text, Project};
 
 const ONE_FEATURE: &str =
     "features:\n  - id: F-001\n    title: Hello file\n    acceptance:\n      - hello.txt says hi\n";
@@ -14,12 +14,6 @@ fn project(scenario: &str) -> Project {
 
 fn roles(project: &Project) -> Vec<(String, String)> {
     project.attempts("F-001")
-}
-
-fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-    list.iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
 }
 
 #[test]

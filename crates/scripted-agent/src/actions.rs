@@ -21,6 +21,8 @@ pub struct Context {
     pub iteration: String,
     /// `HARNESS_RUN_ID`.
     pub run_id: String,
+    /// `HARNESS_PHASE` (empty without phases).
+    pub phase: String,
     /// `HARNESS_COMPLETION_PROMISE`, or `TASK_COMPLETE`.
     pub promise: String,
     /// The 1-based number of the step being played.
@@ -38,6 +40,7 @@ impl Context {
             "role" => &self.role,
             "iteration" => &self.iteration,
             "run_id" => &self.run_id,
+            "phase" => &self.phase,
             "promise" => &self.promise,
             "step" => &self.step,
             _ => return None,
@@ -264,6 +267,7 @@ mod tests {
             feature: "F-001".into(),
             iteration: "3".into(),
             run_id: "r1".into(),
+            phase: "plan".into(),
             promise: "DONE".into(),
             step: "2".into(),
             ..Context::default()
@@ -278,6 +282,7 @@ mod tests {
             ),
             "worker on F-001, iteration 3 of r1, step 2: DONE"
         );
+        assert_eq!(ctx().expand("phase {phase}"), "phase plan");
         assert_eq!(ctx().expand("{feature}{feature}"), "F-001F-001");
     }
 

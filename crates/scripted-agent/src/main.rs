@@ -15,8 +15,8 @@
 //! - Positions are kept in `--state-dir`, else `SCRIPTED_AGENT_STATE_DIR`, else
 //!   `$HARNESS_STATE_DIR/scripted-agent`, else `FILE.state/`; it is created if missing.
 //! - From the harness it reads `HARNESS_ROLE`, `HARNESS_FEATURE_ID`, `HARNESS_ITERATION`,
-//!   `HARNESS_RUN_ID` and `HARNESS_COMPLETION_PROMISE` (default `TASK_COMPLETE`); missing ones
-//!   are empty.
+//!   `HARNESS_RUN_ID`, `HARNESS_PHASE` and `HARNESS_COMPLETION_PROMISE` (default
+//!   `TASK_COMPLETE`); missing ones are empty.
 //! - It works in its current directory: relative paths in actions are relative to it, except for
 //!   `cat`, whose recordings live beside the scenario.
 //!
@@ -28,7 +28,8 @@
 //!   - print: "Working on {feature}, iteration {iteration}"   # a step that is one action
 //!   - [print: "done", promise: true]                         # a step that is a list of actions
 //!   - actions: [exit: 1]                                     # the same, as a mapping
-//! # or scripts, of which the first whose `match` fits (keys role, feature; absent = any) is used:
+//! # or scripts, of which the first whose `match` fits (keys role, feature, phase; absent = any)
+//! # is used:
 //! scripts:
 //!   - match: {role: validator}
 //!     steps: [...]
@@ -60,8 +61,8 @@
 //!
 //! Without `exit`, the agent exits 0 after the last action. In `print`, `stderr`, `write` and
 //! `append` content, `commit`, `expect_prompt`, `reject_prompt` and `spawn`, the placeholders
-//! `{feature}`, `{role}`, `{iteration}`, `{run_id}`, `{promise}` and `{step}` (1-based number of the
-//! step played) are replaced; other braces are left as they are.
+//! `{feature}`, `{role}`, `{iteration}`, `{run_id}`, `{phase}`, `{promise}` and `{step}` (1-based
+//! number of the step played) are replaced; other braces are left as they are.
 //!
 //! # Positions
 //!
@@ -99,7 +100,7 @@ use scenario::{step_index, Scenario};
     about = "A deterministic stand-in for an LLM coding agent, playing one step of a YAML scenario per run.",
     after_help = "Each run plays the next step of the script that fits HARNESS_ROLE and \
                   HARNESS_FEATURE_ID, keeping its position in the state directory. A scenario \
-                  has `steps:` (or `scripts:` with `match: {role, feature}` and `steps:`) and \
+                  has `steps:` (or `scripts:` with `match: {role, feature, phase}` and `steps:`) and \
                   optionally `after_last: repeat|fail`; a step is a list of one-key actions: \
                   print, stderr, promise, echo_prompt, expect_prompt, reject_prompt, write, \
                   append, commit, cat, sleep, hang, flood, spawn, exit, crash. The full format is \
@@ -158,11 +159,14 @@ fn run(cli: Cli) -> Result<(), Stop> {
     let prompt = read_prompt(cli.prompt)?;
     let role = env_or("HARNESS_ROLE", "");
     let feature = env_or("HARNESS_FEATURE_ID", "");
-    let (index, script) = scenario.script_for(&role, &feature).ok_or_else(|| {
-        in_file(format!(
-            "no script matches role {role:?}, feature {feature:?}"
-        ))
-    })?;
+    let phase = env_or("HARNESS_PHASE", "");
+    let (index, script) = scenario
+        .script_for(&role, &feature, &phase)
+        .ok_or_else(|| {
+            in_file(format!(
+                "no script matches role {role:?}, feature {feature:?}, phase {phase:?}"
+            ))
+        })?;
     if script.steps.is_empty() {
         return Err(in_file(format!("script {} has no steps", index + 1)));
     }
@@ -191,6 +195,7 @@ fn run(cli: Cli) -> Result<(), Stop> {
         feature,
         iteration: env_or("HARNESS_ITERATION", ""),
         run_id: env_or("HARNESS_RUN_ID", ""),
+        phase,
         promise: env_or("HARNESS_COMPLETION_PROMISE", "TASK_COMPLETE"),
         step: (step + 1).to_string(),
         prompt,

@@ -43,6 +43,8 @@ pub struct Match {
     pub role: Option<String>,
     /// `HARNESS_FEATURE_ID` must equal this.
     pub feature: Option<String>,
+    /// `HARNESS_PHASE` must equal this.
+    pub phase: Option<String>,
 }
 
 /// What happens once the steps of a script are used up.
@@ -147,20 +149,21 @@ impl Scenario {
         })
     }
 
-    /// The first script that fits this role and feature, with its index in the file.
-    pub fn script_for(&self, role: &str, feature: &str) -> Option<(usize, &Script)> {
+    /// The first script that fits this role, feature and phase, with its index in the file.
+    pub fn script_for(&self, role: &str, feature: &str, phase: &str) -> Option<(usize, &Script)> {
         self.scripts
             .iter()
             .enumerate()
-            .find(|(_, script)| script.matcher.fits(role, feature))
+            .find(|(_, script)| script.matcher.fits(role, feature, phase))
     }
 }
 
 impl Match {
-    /// Whether an invocation with this role and feature is one this script is for.
-    pub fn fits(&self, role: &str, feature: &str) -> bool {
+    /// Whether an invocation with this role, feature and phase is one this script is for.
+    pub fn fits(&self, role: &str, feature: &str, phase: &str) -> bool {
         self.role.as_deref().is_none_or(|r| r == role)
             && self.feature.as_deref().is_none_or(|f| f == feature)
+            && self.phase.as_deref().is_none_or(|p| p == phase)
     }
 }
 
@@ -381,17 +384,24 @@ steps:
         )
         .unwrap();
         assert_eq!(scenario.after_last, AfterLast::Fail);
-        assert_eq!(scenario.script_for("validator", "F-009").unwrap().0, 0);
-        assert_eq!(scenario.script_for("worker", "F-002").unwrap().0, 1);
-        assert_eq!(scenario.script_for("worker", "F-001").unwrap().0, 2);
-        assert_eq!(scenario.script_for("", "").unwrap().0, 2);
+        assert_eq!(scenario.script_for("validator", "F-009", "").unwrap().0, 0);
+        assert_eq!(scenario.script_for("worker", "F-002", "").unwrap().0, 1);
+        assert_eq!(scenario.script_for("worker", "F-001", "").unwrap().0, 2);
+        assert_eq!(scenario.script_for("", "", "").unwrap().0, 2);
     }
 
     #[test]
     fn no_fallback_means_no_script() {
         let scenario =
             Scenario::parse("scripts:\n- match: {feature: F-1}\n  steps: [[print: x]]\n").unwrap();
-        assert!(scenario.script_for("worker", "F-2").is_none());
+        assert!(scenario.script_for("worker", "F-2", "").is_none());
+        let phased = Scenario::parse(
+            "scripts:\n- match: {phase: plan}\n  steps: [[print: p]]\n- steps: [[print: other]]\n",
+        )
+        .unwrap();
+        assert_eq!(phased.script_for("worker", "F-1", "plan").unwrap().0, 0);
+        assert_eq!(phased.script_for("worker", "F-1", "build").unwrap().0, 1);
+        assert_eq!(phased.script_for("worker", "F-1", "").unwrap().0, 1);
         assert_eq!(scenario.after_last, AfterLast::Repeat);
     }
 

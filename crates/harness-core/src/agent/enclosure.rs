@@ -44,6 +44,15 @@ impl Enclosure {
         })
     }
 
+    /// No sandbox, only containment: for the harness's own commands (hooks), which are the
+    /// user's and not the agent's to confine.
+    pub fn unsandboxed(state_dir: &Path) -> Self {
+        Self {
+            sandbox: None,
+            state_dir: state_dir.to_path_buf(),
+        }
+    }
+
     /// Whether there is a sandbox.
     pub fn is_sandboxed(&self) -> bool {
         self.sandbox.is_some()

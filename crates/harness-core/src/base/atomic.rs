@@ -38,6 +38,33 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// Replaces `path` with `value` as pretty JSON and a final newline, atomically ([`write_atomic`]),
+/// Appends `text` (whole lines) to the file at `path` under the lock at `lock`, in one write, so
+/// that lines from processes appending at once never interleave or tear; a file a hand edit
+/// left without its final newline gets one first. A write that does not all fit (a full disk, a
+/// file-size limit) is taken back: the file never keeps a torn line.
+pub fn append_lines(path: &Path, lock: &Path, text: &str) -> io::Result<()> {
+    let _lock = crate::base::locks::Lock::acquire(lock)?;
+    let mut file = crate::base::fs::open(path, Mode::Append)?;
+    let length_before = file.metadata()?.len();
+    let mut text = text.to_string();
+    if length_before > 0 && !ends_with_newline(path, length_before)? {
+        text.insert(0, '\n');
+    }
+    if let Err(error) = file.write_all(text.as_bytes()) {
+        // Under the lock, nobody appended since.
+        let _ = file.set_len(length_before);
+        return Err(error);
+    }
+    file.sync_data()
+}
+
+fn ends_with_newline(path: &Path, len: u64) -> io::Result<bool> {
+    let mut last = [0u8; 1];
+    // The appending descriptor is write-only.
+    crate::base::fs::open(path, Mode::Read)?.read_exact_at(&mut last, len - 1)?;
+    Ok(last[0] == b'\n')
+}
+
 /// creating its directory first.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> io::Result<()> {
     if let Some(dir) = path.parent() {

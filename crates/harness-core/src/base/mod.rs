@@ -9,6 +9,7 @@ pub mod error;
 pub mod exit_codes;
 pub mod fs;
 pub mod git;
+pub mod glob;
 pub mod hash;
 pub mod locks;
 pub mod signals;

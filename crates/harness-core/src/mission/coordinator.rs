@@ -5,6 +5,7 @@
 //! feature over twice in one `all` — then reports the mission's outcome ([`schedule::outcome`]).
 //! The same loop serves every executor; only what an interrupt does to the runs differs.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::base::error::InputError;
@@ -16,10 +17,14 @@ use crate::base::time;
 use crate::mission::executor::local::Local;
 use crate::mission::executor::slurm::Slurm;
 use crate::mission::executor::{Executor, FeatureCommand, Job};
-use crate::mission::schedule;
-use crate::spec::config::{Config, ExecutorKind};
-use crate::spec::features::FeatureId;
+use crate::mission::schedule::{self, DependencyUpdate};
+use crate::mission::status::BoardStatus;
+use crate::roles::lifecycle::events::Scene;
+use crate::roles::lifecycle::hooks::Emitter;
+use crate::spec::config::{Config, Event, ExecutorKind};
+use crate::spec::features::{FeatureId, FeatureList};
 use crate::spec::layout::StateDir;
+use crate::state::run_state::RunState;
 
 /// What `./run.sh all` was asked.
 #[derive(Debug, Clone)]
@@ -62,12 +67,23 @@ pub fn run(request: &Request) -> anyhow::Result<u8> {
         worktree,
         max_iterations: request.max_iterations,
     };
+    let path_var = std::env::var_os("PATH");
+    let hooks = Emitter {
+        hooks: &config.hooks,
+        workdir: &request.workdir,
+        state: &request.state,
+        path_var: path_var.as_deref(),
+        kill_grace: config.agent.kill_grace(),
+        who: "planner",
+    };
+    let hooks = Some(&hooks);
     match kind {
         ExecutorKind::Local => coordinate(
             &request.workdir,
             &request.state,
             &mut Local::new(command),
             (parallel, request.max_iterations),
+            hooks,
         ),
         ExecutorKind::Slurm => {
             let holder = locks::describe_holder(
@@ -86,6 +102,7 @@ pub fn run(request: &Request) -> anyhow::Result<u8> {
                 &request.state,
                 &mut slurm,
                 (parallel, request.max_iterations),
+                hooks,
             )
         }
     }
@@ -130,15 +147,23 @@ pub fn room(parallel: usize, in_flight: usize) -> usize {
 }
 
 /// The mission loop over `executor`, with up to `parallel` runs at once, `max_iterations` the
-/// guardrail `--max-iterations` gives every feature; see [`run`].
+/// guardrail `--max-iterations` gives every feature; see [`run`]. `hooks` hear of the features
+/// blocked by a dependency and of the mission's end.
 pub fn coordinate(
     workdir: &std::path::Path,
     state: &StateDir,
     executor: &mut dyn Executor,
     (parallel, max_iterations): (usize, Option<u32>),
+    hooks: Option<&Emitter>,
 ) -> anyhow::Result<u8> {
     let mut flight = Flight::default();
-    let result = drive(state, executor, (parallel, max_iterations), &mut flight);
+    let result = drive(
+        state,
+        executor,
+        (parallel, max_iterations),
+        &mut flight,
+        hooks,
+    );
     let interrupted = match result {
         Ok(interrupted) => interrupted,
         Err(error) => {
@@ -152,7 +177,54 @@ pub fn coordinate(
     }
     let outcome = schedule::outcome(workdir, state)?;
     outcome.tell();
+    if let Some(hooks) = hooks {
+        let counts = status_counts(state)?;
+        let scene = scene(hooks, None);
+        hooks.emit(&[scene.mission_done(outcome.exit_code, counts, &outcome.line)]);
+    }
     Ok(outcome.exit_code)
+}
+
+/// Where the coordinator's events happen: the project, now, on `feature` or the mission.
+fn scene<'a>(hooks: &Emitter<'a>, feature: Option<&'a str>) -> Scene<'a> {
+    Scene {
+        feature_id: feature,
+        workdir: hooks.workdir,
+        state_dir: hooks.state.root(),
+        time: time::now(),
+    }
+}
+
+/// How many features stand in each status, as the board words them.
+fn status_counts(state: &StateDir) -> anyhow::Result<BTreeMap<String, usize>> {
+    let features = FeatureList::load(&state.features())?;
+    let states = schedule::load_states(state, &features)?;
+    let mut counts = BTreeMap::new();
+    for feature in &features.features {
+        let status = BoardStatus::of(states.get(&feature.id), false);
+        *counts.entry(status.as_str().to_string()).or_insert(0) += 1;
+    }
+    Ok(counts)
+}
+
+/// The hooks hear of each feature `updates` blocked (a dependency failed or is blocked).
+fn tell_blocked(
+    state: &StateDir,
+    updates: &[DependencyUpdate],
+    hooks: &Emitter,
+) -> anyhow::Result<()> {
+    for update in updates {
+        let DependencyUpdate::Block(id, reason) = update else {
+            continue;
+        };
+        if let Some(blocked) = RunState::load(&state.run_state(id), id)? {
+            let message = format!("{id} is blocked: {reason}");
+            let payload =
+                scene(hooks, Some(id.as_str())).feature(Event::FeatureBlocked, &blocked, &message);
+            hooks.emit(&[payload]);
+        }
+    }
+    Ok(())
 }
 
 /// Hands features over and waits for their runs until nothing is left to run; whether the
@@ -162,6 +234,7 @@ fn drive(
     executor: &mut dyn Executor,
     (parallel, max_iterations): (usize, Option<u32>),
     flight: &mut Flight,
+    hooks: Option<&Emitter>,
 ) -> anyhow::Result<bool> {
     for job in executor.find()? {
         eprintln!(
@@ -185,6 +258,9 @@ fn drive(
                     eprintln!("== {feature} is already being run by {holder}: left to it");
                     flight.held.push(feature);
                 }
+            }
+            if let Some(hooks) = hooks {
+                tell_blocked(state, &next.updates, hooks)?;
             }
             for feature in next.ready {
                 eprintln!("\n== {feature}");
@@ -348,7 +424,7 @@ mod tests {
         let (dir, state) = project(FOUR);
         let mut fake = Fake::new(&state, false);
         assert_eq!(
-            coordinate(dir.path(), &state, &mut fake, (2, None)).unwrap(),
+            coordinate(dir.path(), &state, &mut fake, (2, None), None).unwrap(),
             exit_codes::DONE
         );
         assert_eq!(fake.submitted, [id("F-1"), id("F-4"), id("F-2"), id("F-3")]);
@@ -364,7 +440,7 @@ mod tests {
             id: "41".into(),
         }];
         assert_eq!(
-            coordinate(dir.path(), &state, &mut fake, (usize::MAX, None)).unwrap(),
+            coordinate(dir.path(), &state, &mut fake, (usize::MAX, None), None).unwrap(),
             exit_codes::DONE
         );
         // F-1 was found queued: only the others are submitted, F-2 once F-1 has ended.
@@ -377,7 +453,7 @@ mod tests {
         let mut fake = Fake::new(&state, true);
         fake.ends = vec![(id("F-1"), Status::Failed, "exit 3", false)];
         assert_eq!(
-            coordinate(dir.path(), &state, &mut fake, (usize::MAX, None)).unwrap(),
+            coordinate(dir.path(), &state, &mut fake, (usize::MAX, None), None).unwrap(),
             exit_codes::FAILED
         );
         assert_eq!(fake.submitted, [id("F-1"), id("F-4")]);
@@ -394,7 +470,7 @@ mod tests {
         // scancel: the run stopped mid-iteration, its state still says running.
         fake.ends = vec![(id("F-1"), Status::Running, "Slurm job 1 CANCELLED", false)];
         assert_eq!(
-            coordinate(dir.path(), &state, &mut fake, (usize::MAX, None)).unwrap(),
+            coordinate(dir.path(), &state, &mut fake, (usize::MAX, None), None).unwrap(),
             exit_codes::FAILED
         );
         // Not submitted again in the same `all`, its dependents wait, F-4 still ran.
@@ -403,7 +479,7 @@ mod tests {
         // The next `all` resumes it, then its dependents.
         let mut again = Fake::new(&state, true);
         assert_eq!(
-            coordinate(dir.path(), &state, &mut again, (usize::MAX, None)).unwrap(),
+            coordinate(dir.path(), &state, &mut again, (usize::MAX, None), None).unwrap(),
             exit_codes::DONE
         );
         assert_eq!(again.submitted, [id("F-1"), id("F-2"), id("F-3")]);
@@ -415,7 +491,7 @@ mod tests {
         let mut fake = Fake::new(&state, false);
         fake.ends = vec![(id("F-1"), Status::Running, "exit 130", true)];
         assert_eq!(
-            coordinate(dir.path(), &state, &mut fake, (2, None)).unwrap(),
+            coordinate(dir.path(), &state, &mut fake, (2, None), None).unwrap(),
             exit_codes::INTERRUPTED
         );
         assert_eq!(fake.submitted, [id("F-1"), id("F-4")]);

@@ -16,6 +16,7 @@ use crate::mission::leftovers;
 use crate::spec::config::Config;
 use crate::spec::features::{Feature, FeatureId, FeatureList};
 use crate::spec::layout::StateDir;
+use crate::state::lifecycle::is_phase_cap_reason;
 use crate::state::run_state::{RunState, Status};
 
 pub use crate::state::run_state::{is_being_run, load_states, run_holder, States};
@@ -233,7 +234,8 @@ pub fn ready(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MissionOutcome {
     /// 0 every feature done (or superseded by done ones); 2 only features a guardrail stopped
-    /// are left (failed at max_iterations, or stopped by a budget or a setback, resumable); 3
+    /// are left (failed at max_iterations or a phase's, or stopped by a budget or a setback,
+    /// resumable); 3
     /// anything else (failed, unmerged, blocked, never run).
     pub exit_code: u8,
     /// `mission: 5/6 features done, 1 blocked`.
@@ -249,6 +251,8 @@ struct Counts {
     guardrail: usize,
     /// The highest guardrail of the features that reached theirs.
     guardrail_max: u32,
+    /// Failed at a phase's own max_iterations.
+    phase_cap: usize,
     stopped: usize,
     failed: usize,
     unmerged: usize,
@@ -283,6 +287,9 @@ impl Counts {
             };
             match state.status {
                 Status::Done => counts.done += 1,
+                Status::Failed if state.reason.as_deref().is_some_and(is_phase_cap_reason) => {
+                    counts.phase_cap += 1;
+                }
                 Status::Failed if state.reason.as_deref().is_some_and(is_guardrail_reason) => {
                     counts.guardrail += 1;
                     counts.guardrail_max = counts.guardrail_max.max(state.max_iterations);
@@ -312,6 +319,7 @@ pub fn mission_outcome(features: &FeatureList, states: &States) -> MissionOutcom
     let mut line = format!("mission: {}/{total} features done", counts.done);
     for (count, words) in [
         (counts.guardrail, "failed at max_iterations"),
+        (counts.phase_cap, "failed at a phase's max_iterations"),
         (counts.stopped, "stopped (resumable)"),
         (counts.failed, "failed"),
         (counts.unmerged, "accepted but not merged"),
@@ -335,6 +343,11 @@ pub fn mission_outcome(features: &FeatureList, states: &States) -> MissionOutcom
             counts.guardrail_max + 5
         ));
     }
+    if counts.phase_cap > 0 {
+        hints.push(
+            "raise the max_iterations of the phase each stopped in (`phases:` in config.yaml; `./run.sh status` says which), then `./run.sh <FEATURE>` goes on with it".to_string(),
+        );
+    }
     if counts.stopped > 0 {
         hints.push(
             "`./run.sh status` says why each stopped; once that is past (a limit reset, a budget raised), `./run.sh all` resumes them".to_string(),
@@ -348,7 +361,7 @@ pub fn mission_outcome(features: &FeatureList, states: &States) -> MissionOutcom
         + counts.missing_pieces;
     let exit_code = if others > 0 {
         exit_codes::FAILED
-    } else if counts.guardrail + counts.stopped > 0 {
+    } else if counts.guardrail + counts.phase_cap + counts.stopped > 0 {
         exit_codes::GUARDRAIL
     } else {
         exit_codes::DONE
@@ -817,6 +830,35 @@ mod tests {
             outcome.hints
         );
         assert!(outcome.hints[1].contains("`./run.sh all` resumes them"));
+    }
+
+    #[test]
+    fn a_feature_failed_at_its_phases_cap_is_a_guardrail_config_yaml_raises() {
+        let features = chain();
+        let mut states = states(
+            ["F-1", "F-2", "F-4"]
+                .iter()
+                .map(|f| state(f, Status::Done, None))
+                .collect(),
+        );
+        let (f3, failed) = state(
+            "F-3",
+            Status::Failed,
+            Some(&crate::state::lifecycle::phase_cap_reason("plan", 3)),
+        );
+        states.insert(f3, failed);
+        let outcome = mission_outcome(&features, &states);
+        assert_eq!(outcome.exit_code, 2);
+        assert_eq!(
+            outcome.line,
+            "mission: 3/4 features done, 1 failed at a phase's max_iterations"
+        );
+        assert_eq!(outcome.hints.len(), 1, "{:?}", outcome.hints);
+        assert!(
+            outcome.hints[0].starts_with("raise the max_iterations of the phase"),
+            "{:?}",
+            outcome.hints
+        );
     }
 
     #[test]

@@ -120,6 +120,26 @@ pub struct FeatureRow {
     pub cost_usd: Option<f64>,
     /// The cluster job last submitted for it (`all --executor slurm`): its id and state.
     pub job: Option<JobRecord>,
+    /// The phase it is in, when config.yaml has `phases:`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<BoardPhase>,
+}
+
+/// A feature's phase on the board.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BoardPhase {
+    pub name: String,
+    /// Its position, from 1.
+    pub number: u32,
+    /// How many phases there are.
+    pub count: u32,
+}
+
+impl BoardPhase {
+    /// `build 3/4`.
+    pub fn short(&self) -> String {
+        format!("{} {}/{}", self.name, self.number, self.count)
+    }
 }
 
 /// The mission's totals.
@@ -202,6 +222,13 @@ pub fn board(
                 tokens: Spent::of(attempts).tokens,
                 cost_usd: Spent::of(attempts).cost_usd,
                 job: None,
+                phase: state
+                    .and_then(|s| s.phase.as_ref())
+                    .map(|phase| BoardPhase {
+                        name: phase.name.clone(),
+                        number: phase.number,
+                        count: phase.count,
+                    }),
             }
         })
         .collect();
@@ -314,7 +341,11 @@ impl Board {
     /// reasons of failed, blocked and superseded features, and the totals.
     pub fn render_text(&self) -> String {
         let with_jobs = self.features.iter().any(|row| row.job.is_some());
+        let with_phases = self.features.iter().any(|row| row.phase.is_some());
         let mut header = vec!["ID", "TITLE", "STATUS", "ITER", "LAST", "TIME"];
+        if with_phases {
+            header.insert(3, "PHASE");
+        }
         if with_jobs {
             header.insert(3, "JOB");
         }
@@ -332,6 +363,9 @@ impl Board {
                     }),
                     human_duration(row.time_spent_secs),
                 ];
+                if with_phases {
+                    cells.insert(3, row.phase.as_ref().map_or("-".into(), BoardPhase::short));
+                }
                 if with_jobs {
                     let job = row.job.as_ref();
                     cells.insert(
@@ -662,6 +696,46 @@ cost:       $0.25
         assert_eq!(json["features"][1]["job"]["state"], "RUNNING");
         assert_eq!(json["features"][1]["job"]["executor"], "slurm");
         assert_eq!(json["features"][0]["job"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn a_feature_with_phases_shows_the_one_it_is_in() {
+        let (features, mut states) = example();
+        states.get_mut(&id("F-002")).unwrap().phase = Some(crate::state::lifecycle::PhaseState {
+            name: "research".into(),
+            number: 2,
+            count: 4,
+            started_after_iteration: 0,
+            base_tree: None,
+        });
+        let board = board(&features, &states, |id| id.as_str() == "F-002", 10, at(845));
+        let text = board.render_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].contains("STATUS       PHASE         ITER"),
+            "{text}"
+        );
+        assert!(
+            lines[2].contains("running      research 2/4  1/10"),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains("done         -             2/10"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&board).unwrap();
+        assert_eq!(json["features"][1]["phase"]["name"], "research");
+        assert_eq!(json["features"][1]["phase"]["number"], 2);
+        assert_eq!(json["features"][1]["phase"]["count"], 4);
+        assert!(json["features"][0].get("phase").is_none());
+        // Without phases the board is as it was: no column.
+        states.get_mut(&id("F-002")).unwrap().phase = None;
+        let text = board_text(&features, &states);
+        assert!(!text.contains("PHASE"), "{text}");
+    }
+
+    fn board_text(features: &FeatureList, states: &States) -> String {
+        board(features, states, |_| false, 10, at(845)).render_text()
     }
 
     #[test]

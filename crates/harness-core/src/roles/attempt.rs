@@ -10,7 +10,8 @@
 //! 3. **harvest**: the agent's answer, its memory entries and its usage ([`AgentRun`]);
 //! 4. **record**: the attempt's end in the run state ([`Session::record_end`]), raw.md's lines
 //!    ([`Attempt::raw_entries`]), `result.json` ([`Attempt::write_result`]);
-//! 5. **finish**: the role's [`Transition`] applied to the run state, which is written once.
+//! 5. **finish**: the role's [`Transition`] applied to the run state, which is written once;
+//!    then the hooks hear what happened ([`Session::conclude`], `roles::lifecycle`).
 //!
 //! Each role supplies only its prompt, its markers, its decision and its pure transition from
 //! that decision to the feature's status, the message and the exit code.
@@ -30,6 +31,8 @@ use crate::base::fs;
 use crate::base::locks::{self, Lock};
 use crate::base::time::{self, Timestamp};
 use crate::roles::inputs::{self, InputMemo, Inputs, Launcher, Layers};
+use crate::roles::lifecycle::events::{self, Payload, Scene};
+use crate::roles::lifecycle::hooks::{self, Emitter};
 use crate::roles::prompt::RuntimeContext;
 use crate::spec::config::{AgentConfig, Config, OutputFormat};
 use crate::spec::features::FeatureId;
@@ -136,6 +139,24 @@ impl Transition {
             ),
         )
     }
+
+    /// The budget that stops the feature, when this is [`Transition::over_budget`].
+    pub fn budget(&self) -> Option<&str> {
+        match &self.change {
+            Change::Note(budget) => Some(budget),
+            _ => None,
+        }
+    }
+
+    /// A hook with `on_error: stop` failed (`failure` says how): the feature stops there,
+    /// resumable (exit 2).
+    pub fn stopped_by_hook(feature: &FeatureId, failure: &str) -> Self {
+        Self::new(
+            Change::Pause(failure.to_string()),
+            exit_codes::GUARDRAIL,
+            format!("{feature} stopped: {failure} (on_error: stop)\nhint: fix the hook or its on_error in config.yaml, then run it again to resume"),
+        )
+    }
 }
 
 /// One run of a role's agent: its id, its directory (`prompt.md` exactly as sent, `output.log`,
@@ -156,6 +177,8 @@ pub struct Attempt {
     pub max_iterations: u32,
     /// The completion promise word, for `HARNESS_COMPLETION_PROMISE`.
     pub promise: String,
+    /// The feature's phase, for `HARNESS_PHASE` (none without phases).
+    pub phase: Option<String>,
     workdir: PathBuf,
     state: StateDir,
     echo: bool,
@@ -195,6 +218,7 @@ impl Attempt {
             iteration,
             max_iterations,
             promise: config.completion_promise.clone(),
+            phase: None,
             workdir: place.workdir.clone(),
             state: place.state.clone(),
             echo: place.echo,
@@ -299,8 +323,10 @@ impl Attempt {
         })
     }
 
-    /// The environment of the contract, plus the promise word for agents that want it.
-    fn environment(&self) -> Vec<(String, String)> {
+    /// The environment of the contract (the agent's, and its checks'), plus the promise word
+    /// for agents that want it and the phase (empty without phases, so that no enclosing
+    /// run's leaks in).
+    pub fn environment(&self) -> Vec<(String, String)> {
         vec![
             ("HARNESS_FEATURE_ID".into(), self.runtime.feature_id.clone()),
             ("HARNESS_WORKDIR".into(), self.workdir.display().to_string()),
@@ -312,7 +338,26 @@ impl Attempt {
             ("HARNESS_ROLE".into(), self.role.to_string()),
             ("HARNESS_ITERATION".into(), self.iteration.to_string()),
             ("HARNESS_COMPLETION_PROMISE".into(), self.promise.clone()),
+            (
+                "HARNESS_PHASE".into(),
+                self.phase.clone().unwrap_or_default(),
+            ),
         ]
+    }
+
+    /// The working directory the agent (and its checks) runs in.
+    pub fn workdir(&self) -> &Path {
+        &self.workdir
+    }
+
+    /// How the agent (and its checks) is started and held: its sandbox, its containment.
+    pub fn enclosure(&self) -> &Enclosure {
+        &self.launcher.enclosure
+    }
+
+    /// Whether the agent's output is copied to the terminal.
+    pub fn echo(&self) -> bool {
+        self.echo
     }
 
     /// The agent's answer: a structured agent's final answer; for a text agent, its whole output
@@ -655,6 +700,7 @@ impl Session {
             iteration,
             max_iterations: self.state.max_iterations,
             promise: self.state.completion_promise.clone(),
+            phase: self.state.phase.as_ref().map(|phase| phase.name.clone()),
             workdir: place.workdir.clone(),
             state: place.state.clone(),
             echo: place.echo,
@@ -767,6 +813,88 @@ impl Session {
         let report = self.apply(transition, state_dir, self.started_at)?;
         self.save_if_changed()?;
         self.remove_notes_if_done(state_dir)?;
+        Ok(report)
+    }
+
+    /// Where this session's events happen, now.
+    pub fn scene<'a>(&'a self, place: &'a Place) -> Scene<'a> {
+        Scene {
+            feature_id: Some(self.state.feature_id.as_str()),
+            workdir: &place.workdir,
+            state_dir: place.state.root(),
+            time: time::now(),
+        }
+    }
+
+    /// Runs the hooks of `payloads`, once what they report is on disk (an attempt's end the
+    /// session holds back is written first; without a hook for them, nothing is). Returns how
+    /// a hook with `on_error: stop` failed, if one did.
+    pub fn tell(&mut self, place: &Place, payloads: &[Payload]) -> anyhow::Result<Option<String>> {
+        let events = payloads.iter().map(|payload| payload.event);
+        if !hooks::wanted(&self.config().hooks, events) {
+            return Ok(None);
+        }
+        if self.pending {
+            self.save()?;
+        }
+        let config = self.config();
+        let emitter = Emitter {
+            hooks: &config.hooks,
+            workdir: &place.workdir,
+            state: &place.state,
+            path_var: place.path_var.as_deref(),
+            kill_grace: config.agent_for(self.role).kill_grace(),
+            who: self.role.as_str(),
+        };
+        Ok(emitter.emit(payloads))
+    }
+
+    /// [`Session::stop`], then the hooks hear what it did: a budget that ran out, the
+    /// feature's new status.
+    pub fn stop_and_tell(
+        &mut self,
+        transition: Transition,
+        place: &Place,
+    ) -> anyhow::Result<RoleReport> {
+        let before = self.state.status;
+        let budget = transition.budget().map(str::to_string);
+        let report = self.stop(transition, &place.state)?;
+        let message = report.message.lines().next().unwrap_or_default();
+        let mut payloads: Vec<Payload> = budget
+            .map(|budget| self.scene(place).budget_reached(&budget, message))
+            .into_iter()
+            .collect();
+        payloads.extend(self.status_payload(place, before, message));
+        // The run stops anyway: a failing hook has nothing more to stop.
+        self.tell(place, &payloads)?;
+        Ok(report)
+    }
+
+    /// The event of the feature's status, when it became done, failed or blocked since
+    /// `before`.
+    pub fn status_payload(&self, place: &Place, before: Status, message: &str) -> Option<Payload> {
+        let event = events::status_event(before, self.state.status)?;
+        Some(self.scene(place).feature(event, &self.state, message))
+    }
+
+    /// The hooks of what an attempt did (`payloads`), once it is written; a failing
+    /// `on_error: stop` hook stops a run that would go on to another attempt (exit 10): the
+    /// feature is left pending, resumable (exit 2).
+    pub fn conclude(
+        &mut self,
+        place: &Place,
+        payloads: &[Payload],
+        report: RoleReport,
+    ) -> anyhow::Result<RoleReport> {
+        let Some(failure) = self.tell(place, payloads)? else {
+            return Ok(report);
+        };
+        if report.exit_code != exit_codes::CONTINUE {
+            return Ok(report);
+        }
+        let stop = Transition::stopped_by_hook(&self.state.feature_id, &failure);
+        let report = self.apply(stop, &place.state, time::now())?;
+        self.save()?;
         Ok(report)
     }
 

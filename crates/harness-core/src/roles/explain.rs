@@ -6,7 +6,8 @@ use crate::agent::Redactor;
 use crate::base::time;
 use crate::roles::attempt::FeatureRequest;
 use crate::roles::inputs::{self, InputMemo};
-use crate::roles::prompt::{estimate_tokens, Prompt, WorkerPrompt};
+use crate::roles::lifecycle::phases;
+use crate::roles::prompt::{estimate_tokens, Lifecycle, Prompt, WorkerPrompt};
 use crate::roles::validator::validator_prompt;
 use crate::spec::config::Config;
 use crate::spec::features::list_ids;
@@ -48,6 +49,7 @@ pub fn explain(request: &FeatureRequest, role: Role) -> anyhow::Result<Explanati
                 time::now(),
             )
         });
+    let phase = phases::current(config, &state, &place.state.config())?;
     let layers = inputs::read_layers(&place.home, &place.state, Some(&feature.id), role)?;
     let sandbox = sandbox_line(request, config, role);
     let run_id = RunId::generate(time::now().timestamp(), role, &feature.id, |candidate| {
@@ -70,6 +72,7 @@ pub fn explain(request: &FeatureRequest, role: Role) -> anyhow::Result<Explanati
             promise: &state.completion_promise,
             notes: layers.notes.as_deref(),
             summary: layers.summary.as_deref(),
+            lifecycle: Lifecycle::of(config, phase.as_ref().map(|(index, state)| (*index, state))),
         }
         .build(),
         Role::Validator => validator_prompt(

@@ -6,6 +6,7 @@ pub mod attempt;
 pub mod curator;
 pub mod explain;
 pub mod inputs;
+pub mod lifecycle;
 pub mod planner;
 pub mod prompt;
 pub mod validator;

@@ -6,9 +6,12 @@
 
 use std::path::PathBuf;
 
+use crate::roles::lifecycle::checks::gate_checks;
+use crate::spec::config::{Check, Config, Phase};
 use crate::spec::features::Feature;
 use crate::spec::layout::RunId;
 use crate::spec::role::Role;
+use crate::state::lifecycle::PhaseState;
 
 /// L0: what run.sh injects at the top of every prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,6 +169,84 @@ pub struct WorkerPrompt<'a> {
     pub notes: Option<&'a str>,
     /// `summary.md`, when it has content.
     pub summary: Option<&'a str>,
+    /// The feature's phase and the gate its promise goes through.
+    pub lifecycle: Lifecycle<'a>,
+}
+
+/// What the worker's prompt says of the feature's lifecycle.
+#[derive(Debug, Clone, Default)]
+pub struct Lifecycle<'a> {
+    /// Every phase of config.yaml, and the one the feature is in; none without phases.
+    pub phase: Option<(&'a [Phase], &'a PhaseState)>,
+    /// The checks the promise must pass.
+    pub checks: Vec<&'a Check>,
+}
+
+impl<'a> Lifecycle<'a> {
+    /// The lifecycle of a feature in `phase` (its index and state; `None` without phases) under
+    /// `config`.
+    pub fn of(config: &'a Config, phase: Option<(usize, &'a PhaseState)>) -> Self {
+        Lifecycle {
+            phase: phase.map(|(_, state)| (&config.phases[..], state)),
+            checks: gate_checks(config, phase.map(|(index, _)| index)),
+        }
+    }
+
+    /// Whether the promise ends only the current phase, not the feature.
+    fn ends_a_phase_only(&self) -> bool {
+        self.phase
+            .is_some_and(|(_, phase)| phase.number < phase.count)
+    }
+
+    /// The `## Phase: …` section (what the phase is for, its instructions, its gate), or the
+    /// `## Checks` section without phases; empty when there is neither.
+    pub fn render(&self) -> String {
+        let mut text = match self.phase {
+            Some((phases, current)) => {
+                let names: Vec<&str> = phases.iter().map(|p| p.name.as_str()).collect();
+                let mut text = format!(
+                    "## Phase: {}\n\nThis feature is worked in {} phases, one after the other: {}. You are in phase {}, {}.",
+                    current.label(),
+                    current.count,
+                    names.join(" → "),
+                    current.number,
+                    current.name
+                );
+                let config = phases.iter().find(|p| p.name == current.name);
+                if let Some(instructions) = config
+                    .map(|p| p.instructions.trim())
+                    .filter(|i| !i.is_empty())
+                {
+                    text.push_str(&format!("\n\n{instructions}"));
+                }
+                if self.ends_a_phase_only() {
+                    text.push_str("\n\nYour completion promise ends this phase, not the whole feature: the harness then checks the phase's gate, and when it passes, a fresh agent starts the next phase. Do only this phase's work.");
+                }
+                if let Some(allow) = config.and_then(|p| p.allow.as_ref()) {
+                    let globs: Vec<String> = allow.iter().map(|g| format!("`{g}`")).collect();
+                    text.push_str(&format!(
+                        "\n\nIn this phase only these paths may change (relative to the top of the repository): {}. A change anywhere else, committed or not, refuses the promise.",
+                        if globs.is_empty() { "none".to_string() } else { globs.join(", ") }
+                    ));
+                }
+                text
+            }
+            None if self.checks.is_empty() => return String::new(),
+            None => "## Checks".to_string(),
+        };
+        if !self.checks.is_empty() {
+            let checks: Vec<String> = self
+                .checks
+                .iter()
+                .map(|check| format!("- `{}`: `{}`", check.name, check.command))
+                .collect();
+            text.push_str(&format!(
+                "\n\nAfter your promise, the harness runs these checks in the working directory; if one fails, the promise does not count and the next attempt gets its output:\n{}",
+                checks.join("\n")
+            ));
+        }
+        text
+    }
 }
 
 impl WorkerPrompt<'_> {
@@ -181,6 +262,7 @@ impl WorkerPrompt<'_> {
         Prompt::new(self.runtime, self.role)
             .identity(Role::Worker, self.identity)
             .untrusted(&feature_spec(self.feature))
+            .untrusted(&self.lifecycle.render())
             .harness_words(&self.continuation())
             .notes(self.notes)
             .memory(self.summary)
@@ -191,21 +273,38 @@ impl WorkerPrompt<'_> {
     fn continuation(&self) -> String {
         let feature = self.feature;
         let first = self.iteration == 1;
+        let (objective, when) = match self.lifecycle.phase {
+            Some((_, phase)) if self.lifecycle.ends_a_phase_only() => (
+                format!(
+                    "do phase {} of feature {} ({})",
+                    phase.label(),
+                    feature.id,
+                    feature.title.trim()
+                ),
+                "the work of this phase is done",
+            ),
+            _ => (
+                format!(
+                    "implement feature {} ({}) so that every acceptance criterion above holds",
+                    feature.id,
+                    feature.title.trim()
+                ),
+                "every acceptance criterion holds",
+            ),
+        };
         format!(
             "## Continuation\n\n\
-             Objective: implement feature {id} ({title}) so that every acceptance criterion above holds.\n\n\
+             Objective: {objective}.\n\n\
              Iteration {iteration} of {max}. {memory}\n\n\
              Before you act, review your workspace files: the checklist and progress files you keep, \
              `git log` and `git status`, and the notes below. Leave the workspace so that a fresh \
              agent can carry on from it: commit your work and keep a progress file up to date.\n\n\
-             When, and only when, every acceptance criterion holds, finish with the completion promise \
+             When, and only when, {when}, finish with the completion promise \
              on a line of its own: the opening tag `<promise>`, then the word {promise}, then the \
              closing tag `</promise>`, written together with no spaces. If the work is not finished, \
              do not write it: say what is left instead, and the next iteration will continue.\n\n\
              To leave a lesson for later iterations and other features, print a line that starts with \
              `TRICK:`, `LESSON:`, `DECISION:`, `AVOID:` or `FAIL:` followed by one sentence.",
-            id = feature.id,
-            title = feature.title.trim(),
             iteration = self.iteration,
             max = self.max_iterations,
             promise = self.promise,
@@ -287,6 +386,7 @@ mod tests {
             promise: "TASK_COMPLETE",
             notes,
             summary,
+            lifecycle: Lifecycle::default(),
         }
         .render()
     }

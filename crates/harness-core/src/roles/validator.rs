@@ -259,7 +259,7 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
     let before = before_validation(&session.state)?;
     let budget = match session.gate(before, &place.state, &mut Default::default()) {
         Ok(budget) => budget,
-        Err(stop) => return session.stop(stop, &place.state),
+        Err(stop) => return session.stop_and_tell(stop, place),
     };
 
     // Build the prompt.
@@ -338,6 +338,9 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
     )?;
     session.save()?;
     session.remove_notes_if_done(&place.state)?;
+    let message = report.message.clone();
+    let status = session.status_payload(place, Status::Provisional, &message);
+    let report = session.conclude(place, status.as_slice(), report)?;
     if session.config().auto_curate {
         auto_curate(place, session.config());
     }

@@ -22,15 +22,19 @@ use crate::roles::attempt::{
     self, Attempt, Change, FeatureRequest, OutputFigures, Place, RoleReport, Session, Transition,
 };
 use crate::roles::inputs::{self, InputMemo};
-use crate::roles::prompt::{completion_tag, WorkerPrompt};
-use crate::spec::config::Config;
+use crate::roles::lifecycle::checks::CheckPlace;
+use crate::roles::lifecycle::events::{AttemptFields, Details, Payload};
+use crate::roles::lifecycle::phases::{self, GateRun};
+use crate::roles::prompt::{completion_tag, Lifecycle, WorkerPrompt};
+use crate::spec::config::{Config, Event};
 use crate::spec::features::FeatureId;
 use crate::spec::init;
 use crate::spec::layout::{RunId, StateDir};
 use crate::spec::role::Role;
-use crate::state::budget;
+use crate::state::budget::{self, Remaining};
+use crate::state::lifecycle::{phase_cap_reason, GateRecord, PhaseState};
 use crate::state::memory::{self, Tag};
-use crate::state::notes::{self, AttemptNote};
+use crate::state::notes::{self, AttemptNote, CheckOutput, GateNote};
 use crate::state::run_state::Worktree;
 use crate::state::run_state::{Outcome, RunState, Status};
 use crate::state::worktree;
@@ -44,6 +48,8 @@ pub enum Decision {
     Complete,
     /// Not complete and iterations remain: run a fresh agent.
     Restart,
+    /// The promise passed its phase's gate and another phase follows: a fresh agent starts it.
+    NextPhase,
     /// Not complete and the guardrail is reached: the feature failed (exit 2).
     GiveUp,
     /// A budget ran out: stop (exit 2), resumable once the budget is raised.
@@ -139,7 +145,9 @@ pub fn apply_streaks(
     stall_after: u32,
 ) -> Decision {
     match decision {
-        Decision::Complete | Decision::Halt | Decision::OverBudget => decision,
+        Decision::Complete | Decision::NextPhase | Decision::Halt | Decision::OverBudget => {
+            decision
+        }
         _ if streaks.setback.is_some() && streaks.held_in_a_row <= max_waits => Decision::Wait,
         _ if streaks.setback.is_some() => Decision::OutOfWaits,
         _ if stall_after > 0 && streaks.unchanged_in_a_row >= stall_after => Decision::Stalled,
@@ -227,6 +235,85 @@ impl Hold {
     }
 }
 
+/// The guardrail on iterations an attempt runs under: `max_iterations`, or its phase's own
+/// `max_iterations` when that comes first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Guardrail {
+    /// The last iteration it allows.
+    pub last_iteration: u32,
+    /// The phase whose cap it is, and the cap, when that comes first.
+    pub phase_cap: Option<(String, u32)>,
+}
+
+impl Guardrail {
+    /// The guardrail of `state`, in phase `phase` (its index) of `config` if any.
+    pub fn of(state: &RunState, config: &Config, phase: Option<usize>) -> Self {
+        let cap = phase
+            .zip(state.phase.as_ref())
+            .and_then(|(index, current)| {
+                let cap = config.phases[index].max_iterations?;
+                let last = current.started_after_iteration.saturating_add(cap);
+                (last < state.max_iterations).then(|| (current.name.clone(), cap, last))
+            });
+        match cap {
+            Some((name, cap, last)) => Guardrail {
+                last_iteration: last,
+                phase_cap: Some((name, cap)),
+            },
+            None => Guardrail {
+                last_iteration: state.max_iterations,
+                phase_cap: None,
+            },
+        }
+    }
+
+    /// What the worker says of a feature that failed at it on `iteration` of `max`, having
+    /// `ended` so, and how to go on.
+    fn failed_line(&self, id: &FeatureId, (iteration, max): (u32, u32), ended: &str) -> String {
+        match &self.phase_cap {
+            Some((phase, _)) => format!(
+                "{id} failed: iteration {iteration}/{max}: {ended}, and phase {phase}'s max_iterations is reached\nhint: raise that phase's max_iterations in config.yaml, then continue with `./run.sh {id}`"
+            ),
+            None => format!(
+                "{id} failed: iteration {iteration}/{max}: {ended}, and max_iterations is reached\nhint: continue with `./run.sh {id} --max-iterations {}`",
+                max + 5
+            ),
+        }
+    }
+
+    /// Why a feature that reached it fails.
+    fn reached(&self, max_iterations: u32) -> String {
+        match &self.phase_cap {
+            Some((phase, cap)) => phase_cap_reason(phase, *cap),
+            None => format!("max_iterations ({max_iterations}) reached without completion"),
+        }
+    }
+}
+
+/// Refines a decision with the gate the promise went through (`None`: there was none — no
+/// checks, no phases; `last_phase`: no phase follows this one). A refused promise does not
+/// count: another iteration within `last_iteration`, else the guardrail. A passed gate ends the
+/// phase: the next phase follows, or after the last one the feature is complete. A gate an
+/// interrupt stopped decides nothing: halt.
+pub fn after_gate(
+    decision: Decision,
+    gate: Option<&GateRun>,
+    last_phase: bool,
+    iteration_count: u32,
+    last_iteration: u32,
+) -> Decision {
+    if decision != Decision::Complete {
+        return decision;
+    }
+    match gate {
+        Some(gate) if gate.interrupted() => Decision::Halt,
+        Some(gate) if !gate.record.passed && iteration_count < last_iteration => Decision::Restart,
+        Some(gate) if !gate.record.passed => Decision::GiveUp,
+        _ if !last_phase => Decision::NextPhase,
+        _ => Decision::Complete,
+    }
+}
+
 /// What the harness saw of an attempt besides the agent's own report: the promise in its
 /// answer, what it changed in the working tree (`None` without git), when it ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,16 +352,23 @@ pub struct Judgement {
     /// The setback waited out, or that stopped the run (with [`Decision::Wait`] and
     /// [`Decision::OutOfWaits`]).
     pub hold: Option<Hold>,
+    /// The guardrail on iterations.
+    pub guardrail: Guardrail,
+    /// The gate the promise went through, when it had one.
+    pub gate: Option<GateRun>,
+    /// The phase that follows, when the decision is [`Decision::NextPhase`].
+    pub next_phase: Option<PhaseState>,
 }
 
 /// Decides on the attempt that just ended, as `run` and `seen` tell it, over the attempts in
-/// `state` (this one begun, not yet ended), `held_before` attempts in a row of this run having
-/// been held up by the service just before it, at `now`.
+/// `state` (this one begun, not yet ended), under `guardrail`, `held_before` attempts in a row
+/// of this run having been held up by the service just before it, at `now`; the gate comes
+/// after ([`Judgement::after_gate`]).
 fn judge(
     state: &RunState,
     (run, seen): (&AgentRun, &Seen),
     config: &Config,
-    held_before: u32,
+    (guardrail, held_before): (Guardrail, u32),
     now: Timestamp,
 ) -> Judgement {
     let setback = held_up(run.end, run.output.setback.as_ref());
@@ -285,7 +379,7 @@ fn judge(
             run.end,
             seen.promise_found,
             state.iteration_count,
-            state.max_iterations,
+            guardrail.last_iteration,
         ),
         streaks,
         hold.as_ref().map_or(0, |hold| hold.max_waits),
@@ -306,6 +400,58 @@ fn judge(
         ended,
         streaks,
         hold,
+        guardrail,
+        gate: None,
+        next_phase: None,
+    }
+}
+
+impl Judgement {
+    /// The judgement once the promise went through `gate` ([`after_gate`]); `next_phase` is
+    /// the phase that follows, if any.
+    fn after_gate(
+        self,
+        gate: Option<GateRun>,
+        next_phase: Option<PhaseState>,
+        last_phase: bool,
+        iteration_count: u32,
+    ) -> Self {
+        let last = self.guardrail.last_iteration;
+        let decision = after_gate(
+            self.decision,
+            gate.as_ref(),
+            last_phase,
+            iteration_count,
+            last,
+        );
+        let refused = gate
+            .as_ref()
+            .map(|gate| &gate.record)
+            .filter(|gate| !gate.passed);
+        let (outcome, ended) = match (decision, refused) {
+            (Decision::NextPhase, _) => (Outcome::PhasePassed, self.ended),
+            (Decision::Halt, Some(_)) => (
+                Outcome::Interrupted,
+                "delivered the promise, but its checks were interrupted".to_string(),
+            ),
+            (Decision::Restart | Decision::GiveUp, Some(refused)) => (
+                Outcome::GateFailed,
+                format!(
+                    "{}: {}",
+                    Outcome::GateFailed.describe(),
+                    refused.reasons().join("; ")
+                ),
+            ),
+            _ => (self.outcome, self.ended),
+        };
+        Judgement {
+            decision,
+            outcome,
+            ended,
+            gate,
+            next_phase: next_phase.filter(|_| decision == Decision::NextPhase),
+            ..self
+        }
     }
 }
 
@@ -322,6 +468,7 @@ pub fn transition(
     let (iteration, max) = (state.iteration_count, state.max_iterations);
     let ended = &judgement.ended;
     let unchanged = judgement.streaks.unchanged_in_a_row;
+    let left = judgement.guardrail.last_iteration.saturating_sub(iteration);
     match judgement.decision {
         Decision::Complete if config.validate => Transition::new(
             Change::To(Status::Provisional),
@@ -334,17 +481,14 @@ pub fn transition(
             format!("{id} done on iteration {iteration}/{max}"),
         ),
         Decision::Restart => {
-            let message = format!("{id} iteration {iteration}/{max}: {ended}; {} left", max - iteration);
-            if interrupted {
-                Transition::new(Change::To(Status::Pending), exit_codes::INTERRUPTED, message)
-            } else {
-                Transition::new(Change::To(Status::Running), exit_codes::CONTINUE, message)
-            }
+            let message = format!("{id} iteration {iteration}/{max}: {ended}; {left} left");
+            go_on(message, interrupted)
         }
+        Decision::NextPhase => next_phase(state, judgement, interrupted),
         Decision::GiveUp => Transition::new(
-            Change::Fail(format!("max_iterations ({max}) reached without completion")),
+            Change::Fail(judgement.guardrail.reached(max)),
             exit_codes::GUARDRAIL,
-            format!("{id} failed: iteration {iteration}/{max}: {ended}, and max_iterations is reached\nhint: continue with `./run.sh {id} --max-iterations {}`", max + 5),
+            judgement.guardrail.failed_line(id, (iteration, max), ended),
         ),
         Decision::Halt => Transition::new(
             Change::To(Status::Pending),
@@ -410,8 +554,51 @@ fn held_transition(id: &FeatureId, judgement: &Judgement) -> Transition {
     )
 }
 
-/// Before an iteration: a feature that is finished, failed or out of iterations does not start.
-fn before_iteration(state: &RunState) -> Option<Transition> {
+/// Another iteration follows (exit 10), unless an interrupt came (exit 130, pending).
+fn go_on(message: String, interrupted: bool) -> Transition {
+    if interrupted {
+        Transition::new(
+            Change::To(Status::Pending),
+            exit_codes::INTERRUPTED,
+            message,
+        )
+    } else {
+        Transition::new(Change::To(Status::Running), exit_codes::CONTINUE, message)
+    }
+}
+
+/// A phase passed its gate: the next one follows with a fresh agent, within `max_iterations`.
+fn next_phase(state: &RunState, judgement: &Judgement, interrupted: bool) -> Transition {
+    let id = &state.feature_id;
+    let (iteration, max) = (state.iteration_count, state.max_iterations);
+    let passed = state
+        .phase
+        .as_ref()
+        .map_or(String::new(), PhaseState::label);
+    let next = judgement
+        .next_phase
+        .as_ref()
+        .map_or(String::new(), PhaseState::label);
+    let message =
+        format!("{id} passed phase {passed} on iteration {iteration}/{max}; phase {next} is next");
+    if iteration >= max {
+        return Transition::new(
+            Change::Fail(format!(
+                "max_iterations ({max}) reached; phase {next} is next"
+            )),
+            exit_codes::GUARDRAIL,
+            format!(
+                "{message}, but max_iterations is reached\nhint: continue with `./run.sh {id} --max-iterations {}`",
+                max + 5
+            ),
+        );
+    }
+    go_on(message, interrupted)
+}
+
+/// Before an iteration: a feature that is finished, failed or out of iterations (under
+/// `guardrail`) does not start.
+fn before_iteration(state: &RunState, guardrail: &Guardrail) -> Option<Transition> {
     let id = &state.feature_id;
     match state.status {
         Status::Done => Some(Transition::new(
@@ -438,21 +625,23 @@ fn before_iteration(state: &RunState) -> Option<Transition> {
                 state.reason.as_deref().unwrap_or("no reason recorded")
             ),
         )),
-        _ if state.iteration_count >= state.max_iterations => {
+        _ if state.iteration_count >= guardrail.last_iteration => {
             let max = state.max_iterations;
             let change = if state.status == Status::Failed {
                 Change::Keep
             } else {
-                Change::Fail(format!("max_iterations ({max}) reached without completion"))
+                Change::Fail(guardrail.reached(max))
             };
-            Some(Transition::new(
-                change,
-                exit_codes::GUARDRAIL,
-                format!(
+            let message = match &guardrail.phase_cap {
+                Some((phase, cap)) => format!(
+                    "{id} has used all {cap} iterations of phase {phase}\nhint: raise that phase's max_iterations in config.yaml, then continue with `./run.sh {id}`"
+                ),
+                None => format!(
                     "{id} has used all {max} of its iterations\nhint: continue with `./run.sh {id} --max-iterations {}`",
                     max + 5
                 ),
-            ))
+            };
+            Some(Transition::new(change, exit_codes::GUARDRAIL, message))
         }
         _ => None,
     }
@@ -643,7 +832,9 @@ fn run_iteration(request: &WorkerRequest, carry: &mut Carry) -> anyhow::Result<R
         Err(error) => return finish(carry, Err(error)),
     };
     let result = iterate(request, &mut session, carry);
-    if session.pending {
+    // Kept open while the loop goes on, even when a hook had its end written already.
+    let goes_on = matches!(&result, Ok(report) if report.exit_code == exit_codes::CONTINUE);
+    if session.pending || goes_on {
         carry.session = Some(session);
     }
     match result {
@@ -668,13 +859,32 @@ fn finish(carry: &mut Carry, result: anyhow::Result<RoleReport>) -> anyhow::Resu
     }
 }
 
-/// One iteration on the open `session`: build the prompt → run the agent → decide → transition
-/// → write.
-fn iterate(
+/// What an iteration runs under, once its feature may start.
+struct Ready {
+    /// config.yaml as this iteration read it.
+    config: Config,
+    /// The phase it works in (its index), when the feature has phases.
+    phase: Option<usize>,
+    guardrail: Guardrail,
+    /// What the budgets leave.
+    budget: Remaining,
+}
+
+impl Ready {
+    /// Whether no phase follows this one.
+    fn last_phase(&self) -> bool {
+        self.phase
+            .is_none_or(|index| index + 1 == self.config.phases.len())
+    }
+}
+
+/// Before an iteration: `--max-iterations`, the feature's phase, its guardrail and what the
+/// budgets leave; a feature that must not start stops here (`Err`, its report).
+fn prepare(
     request: &WorkerRequest,
     session: &mut Session,
     carry: &mut Carry,
-) -> anyhow::Result<RoleReport> {
+) -> anyhow::Result<Result<Ready, RoleReport>> {
     let place = &request.feature.place;
     if let Some(max_iterations) = request.max_iterations {
         if max_iterations == 0 {
@@ -684,16 +894,40 @@ fn iterate(
             .state
             .set_max_iterations(max_iterations, session.started_at);
     }
-    let before = before_iteration(&session.state);
-    let budget = match session.gate(before, &place.state, &mut carry.spent) {
-        Ok(budget) => budget,
-        Err(stop) => return session.stop(stop, &place.state),
+    let config = session.config().clone();
+    let phase = phases::enter(&mut session.state, &config, &place.workdir, &place.state)?;
+    let guardrail = Guardrail::of(&session.state, &config, phase);
+    let before = before_iteration(&session.state, &guardrail);
+    match session.gate(before, &place.state, &mut carry.spent) {
+        Ok(budget) => Ok(Ok(Ready {
+            config,
+            phase,
+            guardrail,
+            budget,
+        })),
+        Err(stop) => session.stop_and_tell(stop, place).map(Err),
+    }
+}
+
+/// One iteration on the open `session`: build the prompt → run the agent → decide (the agent's
+/// stop, then the gate its promise goes through) → transition → write → the hooks.
+fn iterate(
+    request: &WorkerRequest,
+    session: &mut Session,
+    carry: &mut Carry,
+) -> anyhow::Result<RoleReport> {
+    let place = &request.feature.place;
+    let ready = match prepare(request, session, carry)? {
+        Ok(ready) => ready,
+        Err(report) => return Ok(report),
     };
+    let config = &ready.config;
 
     // Build the prompt.
     let attempt = session.attempt(&request.feature, carry.run_id.as_ref());
     carry.run_id = Some(attempt.run_id.clone());
     let layers = session.layers(place)?;
+    let phase = session.state.phase.clone();
     let prompt = WorkerPrompt {
         runtime: &attempt.runtime,
         role: &session.role_prompt,
@@ -704,21 +938,42 @@ fn iterate(
         promise: &attempt.promise,
         notes: layers.notes.as_deref(),
         summary: layers.summary.as_deref(),
+        lifecycle: Lifecycle::of(config, ready.phase.zip(phase.as_ref())),
     }
     .render();
+
+    // The hooks hear that it starts; a failing gate hook stops it before anything begins.
+    let fields = AttemptFields::new(
+        attempt.run_id.as_str(),
+        (attempt.iteration, attempt.max_iterations),
+        phase.as_ref(),
+    );
+    let start = session.scene(place).iteration_start(fields.clone());
+    if let Some(stop) = session.tell(place, &[start])? {
+        return session.stop(
+            Transition::stopped_by_hook(&session.state.feature_id, &stop),
+            &place.state,
+        );
+    }
 
     // Run the agent.
     session.begin(&attempt, &prompt)?;
     eprintln!(
-        "worker: {} iteration {}/{} (run {})",
-        session.state.feature_id, attempt.iteration, attempt.max_iterations, attempt.run_id
+        "worker: {} iteration {}/{}{} (run {})",
+        session.state.feature_id,
+        attempt.iteration,
+        attempt.max_iterations,
+        phase
+            .as_ref()
+            .map_or(String::new(), |p| format!(", phase {}", p.label())),
+        attempt.run_id
     );
     let before = carry
         .tree
         .take()
         .unwrap_or_else(|| git::observe(&place.workdir));
     let markers = [completion_tag(&attempt.promise)];
-    let run = session.run(&attempt, &prompt, &markers, &budget)?;
+    let run = session.run(&attempt, &prompt, &markers, &ready.budget)?;
     let after = git::observe(&place.workdir);
     let seen = Seen::of(&run, &place.workdir, &before, &after);
 
@@ -726,25 +981,40 @@ fn iterate(
     let judgement = judge(
         &session.state,
         (&run, &seen),
-        session.config(),
-        carry.held_in_a_row,
+        config,
+        (ready.guardrail.clone(), carry.held_in_a_row),
         seen.ended_at,
     );
     carry.held_in_a_row = judgement.streaks.held_in_a_row;
+    let judgement = pass_gate(judgement, session, &attempt, &ready, place)?;
     let transition = transition(
         &session.state,
         &judgement,
-        session.config(),
+        config,
         signals::received().is_some(),
     );
 
-    // Write.
+    // Write, then the hooks hear of it.
+    let status_before = session.state.status;
     let report = write(
         session, place, &attempt, &run, &seen, &judgement, transition,
     )?;
+    let payloads = worker_events(
+        session,
+        place,
+        fields.clone(),
+        &judgement,
+        &report,
+        status_before,
+    );
+    let report = session.conclude(place, &payloads, report)?;
     match (judgement.decision, &judgement.hold) {
-        // During the wait anyone may change the tree: it is looked at again after it.
-        (Decision::Wait, Some(hold)) => wait_out(report, &session.state.feature_id, hold.wait),
+        // During the wait anyone may change the tree: it is looked at again after it. A gate
+        // hook that stopped the run leaves nothing to wait for.
+        (Decision::Wait, Some(hold)) if report.exit_code == exit_codes::CONTINUE => {
+            let wait_number = judgement.streaks.held_in_a_row;
+            wait_out(report, session, place, (fields, hold, wait_number))
+        }
         _ => {
             carry.tree = Some(after);
             Ok(report)
@@ -752,9 +1022,116 @@ fn iterate(
     }
 }
 
-/// Writes what the attempt and its `transition` leave: raw.md's lines, the notes' section, the
-/// attempt's end and the transition in the run state, result.json, then the run state itself
-/// (or, when the loop goes on, with the next attempt's start).
+/// A promise goes through its gate — the checks, and the phase's allow list — and, when it
+/// passes a phase that is not the last, the next phase is made ready; the judgement refined by
+/// them ([`Judgement::after_gate`]).
+fn pass_gate(
+    judgement: Judgement,
+    session: &Session,
+    attempt: &Attempt,
+    ready: &Ready,
+    place: &Place,
+) -> anyhow::Result<Judgement> {
+    if judgement.decision != Decision::Complete {
+        return Ok(judgement);
+    }
+    let config = &ready.config;
+    let env = attempt.environment();
+    let checks = CheckPlace {
+        workdir: attempt.workdir(),
+        path_var: place.path_var.as_deref(),
+        env: &env,
+        kill_grace: attempt.agent().kill_grace(),
+        run_dir: &attempt.run_dir,
+        echo: attempt.echo(),
+        enclosure: attempt.enclosure(),
+    };
+    let state = &session.state;
+    let gate = phases::run_gate(
+        config,
+        ready.phase.zip(state.phase.as_ref()),
+        &checks,
+        &place.state,
+    )?;
+    let passed = gate
+        .as_ref()
+        .is_none_or(|gate| gate.record.passed && !gate.interrupted());
+    let next = match ready.phase {
+        Some(index) if passed && !ready.last_phase() => phases::next_phase(
+            config,
+            index,
+            state.iteration_count,
+            &place.workdir,
+            &place.state,
+        )?,
+        _ => None,
+    };
+    Ok(judgement.after_gate(gate, next, ready.last_phase(), state.iteration_count))
+}
+
+/// The events of an attempt that was written: `agent_stop`, its gate's (`checks_failed`,
+/// `phase_passed` or `phase_failed`), a budget that ran out, and the feature's new status
+/// (from `status_before`).
+fn worker_events(
+    session: &Session,
+    place: &Place,
+    fields: AttemptFields,
+    judgement: &Judgement,
+    report: &RoleReport,
+    status_before: Status,
+) -> Vec<Payload> {
+    let scene = session.scene(place);
+    let state = &session.state;
+    let message = report.message.lines().next().unwrap_or_default();
+    let record = state
+        .attempts
+        .iter()
+        .rev()
+        .find(|a| a.run_id == fields.run_id);
+    let details = Details::AgentStop {
+        decision: serde_json::to_value(judgement.decision)
+            .ok()
+            .and_then(|value| value.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        outcome: judgement.outcome,
+        promise_found: record.is_some_and(|r| r.promise_found),
+        turns: record.and_then(|r| r.turns),
+        tokens: record.and_then(|r| r.tokens),
+        cost_usd: record.and_then(|r| r.cost_usd),
+        duration_secs: record
+            .and_then(|r| {
+                r.ended_at
+                    .map(|end| (end - r.started_at).num_milliseconds())
+            })
+            .map_or(0.0, |ms| ms as f64 / 1000.0),
+    };
+    let mut payloads = vec![scene.agent_stop(fields.clone(), details, message)];
+    let gate = judgement.gate.as_ref().map(|gate| &gate.record);
+    if let Some(gate) = gate.filter(|_| judgement.decision != Decision::Halt) {
+        if gate.failed_checks().next().is_some() {
+            payloads.push(scene.gate(Event::ChecksFailed, fields.clone(), gate, None));
+        }
+        if fields.phase.is_some() {
+            let event = if gate.passed {
+                Event::PhasePassed
+            } else {
+                Event::PhaseFailed
+            };
+            let next = judgement.next_phase.as_ref();
+            payloads.push(scene.gate(event, fields, gate, next));
+        }
+    }
+    if judgement.decision == Decision::OverBudget {
+        payloads.push(scene.budget_reached(&judgement.ended, message));
+    }
+    payloads.extend(session.status_payload(place, status_before, message));
+    payloads
+}
+
+/// Writes what the attempt and its `transition` leave: raw.md's lines, the notes' sections (the
+/// attempt's, and its gate's when it refused the promise), the attempt's end, its gate and the
+/// transition in the run state (the next phase when one follows), result.json, then the run
+/// state itself (or, when the loop goes on, with the next attempt's start).
 fn write(
     session: &mut Session,
     place: &Place,
@@ -772,26 +1149,21 @@ fn write(
     let stalled =
         (judgement.decision == Decision::Stalled).then(|| (Tag::Fail, memory::one_line(message)));
     attempt.append_raw(run, stalled, Some(&feature), (ended_at, message))?;
-    let note = AttemptNote {
-        attempt: attempt.iteration,
-        role: Role::Worker,
-        time: ended_at,
-        turns: run.output.usage.turns,
-        commits: seen.commits,
-        outcome: &note_outcome(judgement, message),
-        output: &run.output.tail,
-    }
-    .render();
-    notes::append(state_dir, &feature, &note).context("cannot write the notes")?;
+    let notes = attempt_notes(&session.state, attempt, run, seen, judgement, message);
+    notes::append(state_dir, &feature, &notes).context("cannot write the notes")?;
 
     session.record_end(attempt, run, judgement.outcome, ended_at);
     if let Some(ended) = session.state.attempt_mut(attempt.run_id.as_str()) {
         ended.promise_found = seen.promise_found;
         ended.commits = seen.commits;
         ended.tree_changed = seen.tree_changed;
+        ended.gate = judgement.gate.as_ref().map(|gate| gate.record.clone());
     }
     let goes_on = transition.change == Change::To(Status::Running);
     let report = session.apply(transition, state_dir, ended_at)?;
+    if let Some(next) = &judgement.next_phase {
+        session.state.phase = Some(next.clone());
+    }
     let result = worker_result(&session.state, attempt, run, seen, judgement);
     attempt.write_result(run, ended_at, &result)?;
     if goes_on {
@@ -807,6 +1179,59 @@ fn write(
     Ok(report)
 }
 
+/// The notes' sections of an attempt: its own, then its gate's when the gate refused the
+/// promise (one write for both).
+fn attempt_notes(
+    state: &RunState,
+    attempt: &Attempt,
+    run: &AgentRun,
+    seen: &Seen,
+    judgement: &Judgement,
+    message: &str,
+) -> String {
+    let phase = state.phase.as_ref().map(PhaseState::label);
+    let mut outcome = note_outcome(judgement, message);
+    if let Some(phase) = &phase {
+        outcome = format!("{outcome} (phase {phase})");
+    }
+    let mut text = AttemptNote {
+        attempt: attempt.iteration,
+        role: Role::Worker,
+        time: seen.ended_at,
+        turns: run.output.usage.turns,
+        commits: seen.commits,
+        outcome: &outcome,
+        output: &run.output.tail,
+    }
+    .render();
+    let refused = judgement
+        .gate
+        .as_ref()
+        .filter(|gate| !gate.record.passed && judgement.decision != Decision::Halt);
+    if let Some(gate) = refused {
+        let outputs: Vec<CheckOutput> = gate
+            .checks
+            .iter()
+            .map(|run| CheckOutput {
+                name: &run.record.name,
+                command: &run.command,
+                output: &run.tail,
+            })
+            .collect();
+        text.push_str(
+            &GateNote {
+                attempt: attempt.iteration,
+                time: seen.ended_at,
+                phase,
+                gate: &gate.record,
+                outputs: &outputs,
+            }
+            .render(),
+        );
+    }
+    text
+}
+
 /// How the attempt ended, as the notes say it: in words, with why it stalled, or what the
 /// agent said of the setback that held it up.
 fn note_outcome(judgement: &Judgement, message: &str) -> String {
@@ -818,10 +1243,34 @@ fn note_outcome(judgement: &Judgement, message: &str) -> String {
     }
 }
 
-/// A setback: `report`'s line ("waiting …") is printed now, once; after `wait` the loop goes on
-/// with the next attempt, or stops on the interrupt that came during the wait, resumable.
-fn wait_out(report: RoleReport, feature: &FeatureId, wait: Duration) -> anyhow::Result<RoleReport> {
+/// A setback: `report`'s line ("waiting …") is printed now, once, and the hooks hear of the
+/// wait; after it the loop goes on with the next attempt, or stops on the interrupt that came
+/// during the wait, resumable.
+fn wait_out(
+    report: RoleReport,
+    session: &mut Session,
+    place: &Place,
+    (fields, hold, wait_number): (AttemptFields, &Hold, u32),
+) -> anyhow::Result<RoleReport> {
     eprintln!("worker: {}", report.message);
+    let details = Details::RateLimit {
+        outcome: hold.setback.kind.outcome(),
+        wait_secs: hold.wait.as_secs(),
+        wait_number,
+        max_waits: hold.max_waits,
+        resets_at: hold.resets_at.map(time::format),
+    };
+    let payload = session
+        .scene(place)
+        .rate_limit_wait(fields, details, &report.message);
+    let feature = session.state.feature_id.clone();
+    if let Some(failure) = session.tell(place, &[payload])? {
+        return session.stop(
+            Transition::stopped_by_hook(&feature, &failure),
+            &place.state,
+        );
+    }
+    let wait = hold.wait;
     match signals::sleep(wait) {
         Some(signal) => Ok(RoleReport {
             exit_code: exit_codes::INTERRUPTED,
@@ -862,6 +1311,12 @@ struct WorkerResult<'a> {
     log_error: Option<&'a str>,
     /// Whether the attempt changed the working tree (commits, files); `None` without git.
     tree_changed: Option<bool>,
+    /// The phase the attempt worked in, when the feature has phases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    phase: Option<&'a str>,
+    /// The gate its promise went through, when it had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gate: Option<&'a GateRecord>,
     /// The worker's own peak memory, so a flood test can check it stayed bounded.
     worker_peak_rss_kb: Option<u64>,
 }
@@ -872,7 +1327,7 @@ fn worker_result<'a>(
     attempt: &Attempt,
     run: &'a AgentRun,
     seen: &Seen,
-    judgement: &Judgement,
+    judgement: &'a Judgement,
 ) -> WorkerResult<'a> {
     let last = state.attempts.last();
     WorkerResult {
@@ -888,6 +1343,8 @@ fn worker_result<'a>(
         figures: OutputFigures::of(run),
         log_error: run.log_error.as_deref(),
         tree_changed: seen.tree_changed,
+        phase: last.and_then(|a| a.phase.as_deref()),
+        gate: judgement.gate.as_ref().map(|gate| &gate.record),
         worker_peak_rss_kb: peak_rss_kb(),
     }
 }
@@ -1000,6 +1457,12 @@ mod tests {
                 unchanged_in_a_row: 3,
             },
             hold: None,
+            guardrail: Guardrail {
+                last_iteration: 10,
+                phase_cap: None,
+            },
+            gate: None,
+            next_phase: None,
         }
     }
 
@@ -1214,6 +1677,7 @@ mod tests {
                 unchanged_in_a_row: 0,
             },
             hold: Some(hold),
+            ..judged(decision)
         };
         transition(&third_iteration(), &judgement, config, false)
     }
@@ -1282,6 +1746,8 @@ mod tests {
     fn a_used_up_feature_does_not_start() {
         let now = time::now();
         let mut state = RunState::new(FeatureId::parse("F-1").unwrap(), 2, "P", now);
+        let guardrail = Guardrail::of(&state, &config(""), None);
+        let before_iteration = |state: &RunState| super::before_iteration(state, &guardrail);
         assert_eq!(before_iteration(&state), None);
         state.iteration_count = 2;
         let stop = before_iteration(&state).unwrap();
@@ -1307,10 +1773,192 @@ mod tests {
         let mut state = RunState::new(FeatureId::parse("F-1").unwrap(), 2, "P", now);
         state.status = Status::Unmerged;
         state.iteration_count = 2;
-        let stop = before_iteration(&state).unwrap();
+        let guardrail = Guardrail::of(&state, &config(""), None);
+        let stop = before_iteration(&state, &guardrail).unwrap();
         assert_eq!(
             (stop.exit_code, stop.change),
             (exit_codes::DONE, Change::Land)
         );
+    }
+
+    /// A gate that passed, refused the promise, or was interrupted by a check.
+    fn gate(passed: bool, interrupted: bool) -> GateRun {
+        use crate::state::lifecycle::{CheckRecord, CommandOutcome};
+        let outcome = match (passed, interrupted) {
+            (_, true) => CommandOutcome::Interrupted,
+            (true, false) => CommandOutcome::Passed,
+            (false, false) => CommandOutcome::Failed,
+        };
+        let check = CheckRecord {
+            name: "tests".into(),
+            outcome,
+            exit_code: (!interrupted).then_some(if passed { 0 } else { 1 }),
+            signal: None,
+            duration_ms: 1,
+            log: "checks/1-tests.log".into(),
+        };
+        GateRun {
+            record: phases::judge_gate(vec![check], Vec::new(), None),
+            checks: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_gate_voids_a_refused_promise_and_ends_a_passed_phase() {
+        let complete = Decision::Complete;
+        let (passed, refused, stopped) = (gate(true, false), gate(false, false), gate(false, true));
+        // Without phases or checks, as before.
+        assert_eq!(after_gate(complete, None, true, 3, 10), Decision::Complete);
+        assert_eq!(
+            after_gate(complete, Some(&passed), true, 3, 10),
+            Decision::Complete
+        );
+        assert_eq!(
+            after_gate(complete, Some(&passed), false, 3, 10),
+            Decision::NextPhase
+        );
+        assert_eq!(
+            after_gate(complete, None, false, 3, 10),
+            Decision::NextPhase
+        );
+        assert_eq!(
+            after_gate(complete, Some(&refused), true, 3, 10),
+            Decision::Restart
+        );
+        assert_eq!(
+            after_gate(complete, Some(&refused), false, 10, 10),
+            Decision::GiveUp
+        );
+        assert_eq!(
+            after_gate(complete, Some(&stopped), true, 3, 10),
+            Decision::Halt
+        );
+        // Only a promise goes through a gate.
+        for decision in [
+            Decision::Restart,
+            Decision::GiveUp,
+            Decision::Halt,
+            Decision::OverBudget,
+        ] {
+            assert_eq!(after_gate(decision, Some(&refused), true, 3, 10), decision);
+        }
+    }
+
+    #[test]
+    fn a_refused_promise_is_another_iteration_with_the_reasons() {
+        let mut judgement = judged(Decision::Complete);
+        judgement.outcome = Outcome::Completed;
+        judgement.ended = "completed with the promise".into();
+        let refused = judgement
+            .clone()
+            .after_gate(Some(gate(false, false)), None, true, 3);
+        assert_eq!(refused.decision, Decision::Restart);
+        assert_eq!(refused.outcome, Outcome::GateFailed);
+        assert_eq!(
+            refused.ended,
+            "delivered the promise, but the gate refused it: check `tests` failed: exit code 1"
+        );
+        let restart = transition(&third_iteration(), &refused, &config(""), false);
+        assert_eq!(restart.exit_code, exit_codes::CONTINUE);
+        assert!(
+            restart.message.ends_with("exit code 1; 7 left"),
+            "{}",
+            restart.message
+        );
+        let passed = judgement
+            .clone()
+            .after_gate(Some(gate(true, false)), None, true, 3);
+        assert_eq!(
+            (passed.decision, passed.outcome),
+            (Decision::Complete, Outcome::Completed)
+        );
+        let stopped = judgement.after_gate(Some(gate(false, true)), None, true, 3);
+        assert_eq!(
+            (stopped.decision, stopped.outcome),
+            (Decision::Halt, Outcome::Interrupted)
+        );
+        let halt = transition(&third_iteration(), &stopped, &config(""), true);
+        assert_eq!(halt.exit_code, exit_codes::INTERRUPTED);
+        assert!(
+            halt.message.contains("its checks were interrupted"),
+            "{}",
+            halt.message
+        );
+    }
+
+    /// Iteration 3 of 10, in phase `plan` (1 of 2), begun after iteration 1.
+    fn in_plan() -> (RunState, Config) {
+        let config = config("phases:\n  - {name: plan, max_iterations: 2}\n  - {name: build}\n");
+        let mut state = third_iteration();
+        state.phase = Some(phases::start(&config.phases, 0, 1, None));
+        (state, config)
+    }
+
+    #[test]
+    fn a_passed_phase_hands_over_to_the_next_within_max_iterations() {
+        let (mut state, config) = in_plan();
+        let mut judgement = judged(Decision::NextPhase);
+        judgement.next_phase = Some(phases::start(&config.phases, 1, 3, None));
+        let next = transition(&state, &judgement, &config, false);
+        assert_eq!(next.change, Change::To(Status::Running));
+        assert_eq!(next.exit_code, exit_codes::CONTINUE);
+        assert_eq!(
+            next.message,
+            "F-1 passed phase plan (1 of 2) on iteration 3/10; phase build (2 of 2) is next"
+        );
+        assert_eq!(
+            transition(&state, &judgement, &config, true).exit_code,
+            exit_codes::INTERRUPTED
+        );
+        state.max_iterations = 3;
+        let last = transition(&state, &judgement, &config, false);
+        assert_eq!(last.exit_code, exit_codes::GUARDRAIL);
+        assert_eq!(
+            last.change,
+            Change::Fail("max_iterations (3) reached; phase build (2 of 2) is next".into())
+        );
+        assert!(
+            last.message
+                .ends_with("hint: continue with `./run.sh F-1 --max-iterations 8`"),
+            "{}",
+            last.message
+        );
+    }
+
+    #[test]
+    fn a_phase_cap_comes_before_max_iterations() {
+        let (state, config) = in_plan();
+        let guardrail = Guardrail::of(&state, &config, Some(0));
+        assert_eq!(guardrail.last_iteration, 3);
+        assert_eq!(guardrail.phase_cap, Some(("plan".to_string(), 2)));
+        assert_eq!(
+            on_agent_stop(End::Exited(0), false, 3, guardrail.last_iteration),
+            Decision::GiveUp
+        );
+        let mut judgement = judged(Decision::GiveUp);
+        judgement.guardrail = guardrail.clone();
+        let give_up = transition(&state, &judgement, &config, false);
+        assert_eq!(
+            give_up.change,
+            Change::Fail("phase plan's max_iterations (2) reached without passing its gate".into())
+        );
+        assert!(
+            give_up.message.contains(
+                "and phase plan's max_iterations is reached\nhint: raise that phase's max_iterations"
+            ),
+            "{}",
+            give_up.message
+        );
+        let stop = before_iteration(&state, &guardrail).unwrap();
+        assert!(
+            stop.message.contains("used all 2 iterations of phase plan"),
+            "{}",
+            stop.message
+        );
+        // A cap past max_iterations changes nothing; the next phase has none.
+        let mut late = state.clone();
+        late.max_iterations = 2;
+        assert_eq!(Guardrail::of(&late, &config, Some(0)).phase_cap, None);
+        assert_eq!(Guardrail::of(&state, &config, Some(1)).last_iteration, 10);
     }
 }

@@ -64,6 +64,46 @@ validate: true
 #   feature: {max_tokens: 5000000, max_cost_usd: 20, max_wall_secs: 14400}
 #   mission: {max_cost_usd: 200}
 
+# Checks (backpressure): commands that must pass after the agent's promise, before the
+# validator, in the feature's working tree. A failing one voids the promise; its name, exit code
+# and the end of its output go to the next attempt's notes. They cost no tokens and cannot be
+# talked round. A string runs under `sh -c`; a list is the argv. Output: runs/<F>/<RUN>/checks/.
+# checks:
+#   - {name: tests, command: "cargo test --quiet", timeout_secs: 900}
+#   - {name: lint, command: [cargo, clippy, --, -D, warnings]}
+
+# Phases: the promise ends the current phase; its gate (its checks, and `allow:` — the paths it
+# may change, committed or not — against what it changed) starts the next phase with a fresh
+# agent, or sends the same phase round again with the reasons in the notes. The top-level checks
+# guard the last phase. max_iterations caps a phase (all phases share the feature's). This
+# example works as it is once uncommented:
+# phases:
+#   - name: plan
+#     instructions: Write the plan of this feature to docs/plans/<feature id>.md (the steps, the files they touch, the tests that will show it works). Change nothing else.
+#     allow: ["docs/plans/**", "PROGRESS.md"]
+#     checks: [{name: plan-written, command: "test -s docs/plans/$HARNESS_FEATURE_ID.md"}]
+#     max_iterations: 3
+#   - name: research
+#     instructions: Read the code and documentation the plan touches and write what you learn to docs/research/<feature id>.md; correct the plan where it was wrong. Change no code.
+#     allow: ["docs/**", "PROGRESS.md"]
+#   - name: build
+#     instructions: Carry out the plan, with tests; commit as you go.
+#   - name: verify
+#     instructions: Run the tests, check every acceptance criterion yourself, fix what does not hold.
+
+# Hooks: commands run on lifecycle events, with the event as one JSON object on stdin and its
+# fields in HARNESS_* (HARNESS_EVENT, HARNESS_FEATURE_ID, HARNESS_MESSAGE, …). Events:
+# iteration_start, agent_stop, phase_passed, phase_failed, checks_failed, feature_done,
+# feature_failed, feature_blocked, budget_reached, rate_limit_wait, mission_done. A failing or
+# hanging hook is recorded (hooks/runs.jsonl) and said, and the run goes on; `on_error: stop`
+# makes it a gate. More examples (Slack, mail) in the README.
+# hooks:
+#   feature_done:
+#     - command: ["sh", "-c", "notify-send harness \"$HARNESS_MESSAGE\""]
+#   feature_failed:
+#     - command: "curl -fsS -d \"$HARNESS_MESSAGE\" https://ntfy.sh/my-harness-topic"
+#       timeout_secs: 10
+
 # Iterations in a row that change nothing in the working tree before the feature stops as
 # stalled (0: never).
 stall_iterations: 3
@@ -130,6 +170,7 @@ pub const GITIGNORE_TEMPLATE: &str = r#"# The harness's run-time state stays out
 /plan.json
 /curator.json
 /mission-id
+/hooks/
 "#;
 
 /// The entries of [`GITIGNORE_TEMPLATE`] that the .gitignore of the state directory lacks are
@@ -181,6 +222,23 @@ pub fn keep_gitignore_complete(state: &StateDir, role: &str) {
             state.root().join(".gitignore").display()
         );
     }
+}
+
+/// The commented example of `key` (`phases:`) in `template`, uncommented: the line `# key`
+/// and the indented commented lines after it, each without its `# `.
+pub fn uncommented(template: &str, key: &str) -> String {
+    let mut lines = template
+        .lines()
+        .skip_while(|line| *line != format!("# {key}"));
+    let Some(first) = lines.next() else {
+        return String::new();
+    };
+    let mut block = format!("{}\n", &first[2..]);
+    for line in lines.take_while(|line| line.starts_with("#  ")) {
+        block.push_str(&line[2..]);
+        block.push('\n');
+    }
+    block
 }
 
 /// What `init` did with each file.
@@ -246,6 +304,18 @@ mod tests {
             .unwrap()
             .features
             .is_empty());
+        // Each commented example works once uncommented, as it is.
+        let with = |block: &str| {
+            Config::parse(
+                &format!("{CONFIG_TEMPLATE}{}", uncommented(CONFIG_TEMPLATE, block)),
+                &state.config(),
+            )
+            .unwrap_or_else(|error| panic!("{block}: {error}"))
+        };
+        assert_eq!(with("checks:").checks.len(), 2);
+        let phases: Vec<String> = with("phases:").phases.into_iter().map(|p| p.name).collect();
+        assert_eq!(phases, ["plan", "research", "build", "verify"]);
+        assert_eq!(with("hooks:").hooks.len(), 2);
         std::fs::write(state.config(), "mine").unwrap();
         let report = init(&state).unwrap();
         assert_eq!(report.kept.len(), 4);

@@ -267,6 +267,21 @@ impl StateDir {
     pub fn curation_run_dir(&self, run_id: &RunId) -> PathBuf {
         self.curations_dir().join(run_id.as_str())
     }
+
+    /// `hooks/`: the record of every hook run, and the output of those that failed.
+    pub fn hooks_dir(&self) -> PathBuf {
+        self.root.join("hooks")
+    }
+
+    /// `hooks/runs.jsonl`: one line per hook run (event, command, outcome, its log if kept).
+    pub fn hooks_record(&self) -> PathBuf {
+        self.hooks_dir().join("runs.jsonl")
+    }
+
+    /// The lock that guards appends to `hooks/runs.jsonl`.
+    pub fn hooks_lock(&self) -> PathBuf {
+        self.locks_dir().join("hooks.lock")
+    }
 }
 
 /// The id of one invocation: `<unix-time>-<role>-<FEATURE>`, with `-2`, `-3`… when that second

@@ -2,11 +2,10 @@
 //! its lock), and the reading of L2 `summary.md` and L4 `identity/<role>.md` for prompts.
 
 use std::fmt;
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 
 use crate::base::fs;
-use crate::base::locks::Lock;
 use crate::base::text::cut;
 use crate::base::time::{self, Timestamp};
 use crate::spec::features::FeatureId;
@@ -212,33 +211,7 @@ pub fn append_raw(state: &StateDir, entries: &[RawEntry]) -> io::Result<()> {
         text.push_str(&entry.to_string());
         text.push('\n');
     }
-    let _lock = Lock::acquire(&state.raw_lock())?;
-    let mut file = fs::open(&state.raw(), fs::Mode::Append)?;
-    // A hand edit may have left the file without a final newline; never glue onto its last line.
-    if ends_without_newline(&state.raw())? {
-        text.insert(0, '\n');
-    }
-    let length_before = file.metadata()?.len();
-    if let Err(error) = file.write_all(text.as_bytes()) {
-        // A full disk (or a file-size limit) takes what fits and fails on the rest: take the part
-        // back, so raw.md never keeps a torn line. (Under the lock, nobody appended since.)
-        let _ = file.set_len(length_before);
-        return Err(error);
-    }
-    file.sync_data()
-}
-
-fn ends_without_newline(path: &Path) -> io::Result<bool> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = fs::open(path, fs::Mode::Read)?;
-    let len = file.metadata()?.len();
-    if len == 0 {
-        return Ok(false);
-    }
-    file.seek(SeekFrom::Start(len - 1))?;
-    let mut last = [0u8; 1];
-    file.read_exact(&mut last)?;
-    Ok(last[0] != b'\n')
+    crate::base::atomic::append_lines(&state.raw(), &state.raw_lock(), &text)
 }
 
 /// The text of a memory file for a prompt, or `None` when it is missing or holds only blanks.

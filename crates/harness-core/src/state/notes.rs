@@ -12,6 +12,7 @@ use crate::base::time::{self, Timestamp};
 use crate::spec::features::FeatureId;
 use crate::spec::layout::StateDir;
 use crate::spec::role::Role;
+use crate::state::lifecycle::GateRecord;
 
 /// How much of the end of an attempt's output a note keeps, in characters.
 pub const TAIL_CHARS: usize = 3000;
@@ -50,6 +51,72 @@ impl AttemptNote<'_> {
             self.outcome,
             if tail.is_empty() { "(no output)" } else { tail },
         )
+    }
+}
+
+/// How much of a failed check's output a gate's section keeps, in characters.
+pub const CHECK_TAIL_CHARS: usize = 2000;
+
+/// What a gate that refused a promise leaves in the notes: its own section after the attempt's,
+/// so that the next attempt sees exactly what failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateNote<'a> {
+    /// The attempt whose promise it refused.
+    pub attempt: u32,
+    pub time: Timestamp,
+    /// The phase's label (`plan (1 of 4)`), when the feature has phases.
+    pub phase: Option<String>,
+    pub gate: &'a GateRecord,
+    /// What each check ran and printed.
+    pub outputs: &'a [CheckOutput<'a>],
+}
+
+/// A check's command and the end of its output, for its gate's section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckOutput<'a> {
+    pub name: &'a str,
+    pub command: &'a str,
+    pub output: &'a str,
+}
+
+impl GateNote<'_> {
+    /// `## Gate after attempt 3 (<time>)`, what the gate refused, then each failed check (name,
+    /// exit code, command, the end of its output) and the paths outside the allow list.
+    pub fn render(&self) -> String {
+        let mut text = format!(
+            "## Gate after attempt {} ({})\n",
+            self.attempt,
+            time::format(self.time)
+        );
+        if let Some(phase) = &self.phase {
+            text.push_str(&format!("Phase: {phase}\n"));
+        }
+        text.push_str("The promise did not count:\n");
+        for reason in self.gate.reasons() {
+            text.push_str(&format!("- {reason}\n"));
+        }
+        for check in self.gate.failed_checks() {
+            let (command, output) = self
+                .outputs
+                .iter()
+                .find(|output| output.name == check.name)
+                .map_or(("?", ""), |output| (output.command, output.output));
+            let tail = tail_chars(output.trim_end(), CHECK_TAIL_CHARS);
+            text.push_str(&format!(
+                "\n### Check `{}` ({}): `{command}`\n\n{}\n",
+                check.name,
+                check.outcome.describe(),
+                if tail.is_empty() { "(no output)" } else { tail }
+            ));
+        }
+        if !self.gate.outside_allow.is_empty() {
+            text.push_str("\n### Changed outside the phase's allow list\n\n");
+            for path in &self.gate.outside_allow {
+                text.push_str(&format!("- {path}\n"));
+            }
+        }
+        text.push('\n');
+        text
     }
 }
 
@@ -145,6 +212,59 @@ mod tests {
         .render();
         assert!(unknown.contains("Turns: ? | Commits: ?"));
         assert!(unknown.contains("(no output)"));
+    }
+
+    #[test]
+    fn a_gate_section_names_each_failed_check_with_its_output() {
+        use crate::state::lifecycle::{CheckRecord, CommandOutcome};
+        let record = |name: &str, outcome, exit_code| CheckRecord {
+            name: name.into(),
+            outcome,
+            exit_code,
+            signal: None,
+            duration_ms: 1,
+            log: String::new(),
+        };
+        let gate = GateRecord {
+            passed: false,
+            checks: vec![
+                record("lint", CommandOutcome::Passed, Some(0)),
+                record("tests", CommandOutcome::Failed, Some(1)),
+            ],
+            outside_allow: vec!["src/main.rs".into()],
+            outside_allow_count: 1,
+            error: None,
+        };
+        let tests = format!("{}test a ... FAILED\n", "x".repeat(5000));
+        let outputs = [
+            CheckOutput {
+                name: "lint",
+                command: "cargo clippy",
+                output: "clean\n",
+            },
+            CheckOutput {
+                name: "tests",
+                command: "cargo test",
+                output: &tests,
+            },
+        ];
+        let text = GateNote {
+            attempt: 3,
+            time: chrono::DateTime::from_timestamp(1_770_333_300, 0).unwrap(),
+            phase: Some("build (3 of 4)".into()),
+            gate: &gate,
+            outputs: &outputs,
+        }
+        .render();
+        assert!(text.starts_with("## Gate after attempt 3 (2026-02-05T23:15:00Z)\nPhase: build (3 of 4)\nThe promise did not count:\n- check `tests` failed: exit code 1\n- 1 path changed outside"), "{text}");
+        assert!(text.contains("### Check `tests` (failed): `cargo test`\n\n"));
+        assert!(text.contains("test a ... FAILED\n"));
+        assert!(
+            !text.contains("clean"),
+            "a passed check's output is left out"
+        );
+        assert!(text.len() < 2500);
+        assert!(text.contains("### Changed outside the phase's allow list\n\n- src/main.rs\n"));
     }
 
     #[test]

@@ -15,6 +15,7 @@ use crate::base::time::Timestamp;
 use crate::spec::features::{FeatureId, FeatureList};
 use crate::spec::layout::StateDir;
 use crate::spec::role::Role;
+use crate::state::lifecycle::{GateRecord, PhaseState};
 use crate::state::usage::UsageRecord;
 
 /// Where a feature stands.
@@ -81,6 +82,11 @@ pub enum Outcome {
     /// The service failed the agent (overloaded, a server error, a lost connection); the harness
     /// waited (not counted as an iteration).
     ServiceError,
+    /// The agent delivered the promise, but its gate refused it: a check failed, or the phase
+    /// changed paths outside its allow list.
+    GateFailed,
+    /// The agent delivered the promise and the phase passed its gate; the next phase follows.
+    PhasePassed,
     /// Accepted: the validator's pass.
     Verified,
     /// Turned down: the validator's fail (or no clear verdict), or a planner's invalid plan.
@@ -108,6 +114,8 @@ impl Outcome {
             Outcome::OverBudget => "stopped: a budget ran out",
             Outcome::RateLimited => "hit a rate or usage limit",
             Outcome::ServiceError => "met a service error",
+            Outcome::GateFailed => "delivered the promise, but the gate refused it",
+            Outcome::PhasePassed => "passed the phase's gate",
             Outcome::Verified => "verified",
             Outcome::Rejected => "rejected",
         }
@@ -160,6 +168,12 @@ pub struct Attempt {
     /// Memory entries the agent printed past the most one invocation may leave, not kept.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub memory_entries_dropped: usize,
+    /// The phase it worked in, when the feature has phases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// The gate its promise went through (checks, the phase's allowed paths), when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<GateRecord>,
 }
 
 fn is_zero(count: &usize) -> bool {
@@ -212,6 +226,9 @@ pub struct RunState {
     /// The features the planner re-broke this one into (`replan`); set, the feature is superseded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub superseded_by: Vec<FeatureId>,
+    /// The phase it is in, when config.yaml has `phases:` (absent: one phase, as without them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<PhaseState>,
 }
 
 impl RunState {
@@ -235,6 +252,7 @@ impl RunState {
             worktree: None,
             attempts: Vec::new(),
             superseded_by: Vec::new(),
+            phase: None,
         }
     }
 
@@ -344,6 +362,8 @@ impl RunState {
             tree_changed: None,
             usage: None,
             memory_entries_dropped: 0,
+            phase: self.phase.as_ref().map(|phase| phase.name.clone()),
+            gate: None,
         });
     }
 

@@ -122,6 +122,15 @@ const ALLOWED: &[(&str, &str)] = &[
         "harness-core/src/base/git/mod.rs",
         "std::fs::metadata(top.join(path))",
     ),
+    // A private copy of the project's git index, in the temporary directory.
+    (
+        "harness-core/src/base/git/snapshot.rs",
+        "std::fs::copy(&real, &path)",
+    ),
+    (
+        "harness-core/src/base/git/snapshot.rs",
+        "std::fs::remove_file(&self.path",
+    ),
     (
         "harness-core/src/base/git/mod.rs",
         "std::fs::File::open(path)",

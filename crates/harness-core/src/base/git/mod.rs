@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 pub mod merge;
+pub mod snapshot;
 pub mod stale;
 pub mod worktrees;
 

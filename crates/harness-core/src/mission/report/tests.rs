@@ -368,3 +368,28 @@ fn a_feature_run_as_a_cluster_job_shows_the_job_and_links_its_output() {
     );
     assert!(!render(&example()).contains("Slurm job"));
 }
+
+#[test]
+fn a_feature_with_phases_shows_its_phase_and_each_attempts() {
+    let mut inputs = example();
+    let state = inputs.states.get_mut(&id("F-003")).unwrap();
+    state.phase = Some(crate::state::lifecycle::PhaseState {
+        name: "research".into(),
+        number: 2,
+        count: 4,
+        started_after_iteration: 0,
+        base_tree: None,
+    });
+    state.attempts[0].phase = Some("research".into());
+    let html = render(&inputs);
+    assert!(
+        html.contains("<span class=\"rk\">Phase</span> research (2 of 4)"),
+        "{html}"
+    );
+    assert!(
+        html.contains("worker · iteration 1 (phase research)"),
+        "{html}"
+    );
+    // A feature without phases shows none.
+    assert_eq!(html.matches("<span class=\"rk\">Phase</span>").count(), 1);
+}

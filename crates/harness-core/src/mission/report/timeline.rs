@@ -36,16 +36,20 @@ pub(super) fn outcome_key(outcome: Outcome) -> (&'static str, &'static str) {
         Outcome::ServiceError => ("service_error", "U"),
         Outcome::Verified => ("verified", "V"),
         Outcome::Rejected => ("rejected", "R"),
+        Outcome::GateFailed => ("gate_failed", "G"),
+        Outcome::PhasePassed => ("phase_passed", "P"),
     }
 }
 
 /// Every outcome, in the order the legend lists them.
-const OUTCOMES: [Outcome; 13] = [
+const OUTCOMES: [Outcome; 15] = [
     Outcome::Completed,
+    Outcome::PhasePassed,
     Outcome::Verified,
     Outcome::NoPromise,
     Outcome::Handoff,
     Outcome::Rejected,
+    Outcome::GateFailed,
     Outcome::AgentError,
     Outcome::Crashed,
     Outcome::TimedOut,
@@ -72,6 +76,8 @@ pub(super) struct Mark<'a> {
     exit_code: Option<i32>,
     /// The run directory, as a link prefix ending in `/`.
     dir: String,
+    /// The phase the attempt worked in, when the feature has phases.
+    phase: Option<&'a str>,
 }
 
 impl<'a> Mark<'a> {
@@ -100,6 +106,7 @@ impl<'a> Mark<'a> {
                 inputs.link_base,
                 percent_encode(&attempt.run_id)
             ),
+            phase: attempt.phase.as_deref(),
         }
     }
 
@@ -117,15 +124,19 @@ impl<'a> Mark<'a> {
             turns: None,
             exit_code: None,
             dir: format!("{}plans/{}/", inputs.link_base, plan.run_id),
+            phase: None,
         }
     }
 
     /// `iteration 2` for a worker, `after iteration 2` for the roles that follow one.
     fn iteration_text(&self) -> Option<String> {
         let (iteration, _) = self.iteration?;
+        let phase = self
+            .phase
+            .map_or(String::new(), |phase| format!(" (phase {phase})"));
         Some(match self.role {
-            Role::Worker => format!("iteration {iteration}"),
-            _ => format!("after iteration {iteration}"),
+            Role::Worker => format!("iteration {iteration}{phase}"),
+            _ => format!("after iteration {iteration}{phase}"),
         })
     }
 
@@ -289,6 +300,15 @@ fn render_feature(html: &mut String, inputs: &Inputs, row: &FeatureRow, longest:
         row.tokens,
         row.cost_usd,
     );
+    if let Some(phase) = &row.phase {
+        let _ = writeln!(
+            html,
+            "<p class=\"reason\"><span class=\"rk\">Phase</span> {} ({} of {})</p>",
+            escape(&phase.name),
+            phase.number,
+            phase.count
+        );
+    }
     let state = id.as_ref().and_then(|id| inputs.states.get(id));
     let running = id.as_ref().is_some_and(|id| inputs.running.contains(id));
     let marks: Vec<Mark> = match (state, &id) {

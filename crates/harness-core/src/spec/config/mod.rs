@@ -16,6 +16,7 @@ mod agent;
 mod budgets;
 mod curator;
 mod executor;
+mod lifecycle;
 mod sandbox;
 mod waits;
 
@@ -24,6 +25,7 @@ pub use agent::{AgentConfig, AgentSpec, Prices};
 pub use budgets::{Budget, Budgets};
 pub use curator::CuratorParams;
 pub use executor::{ExecutorConfig, ExecutorKind};
+pub use lifecycle::{Check, CommandLine, Event, Hook, Hooks, OnError, Phase};
 pub use sandbox::{SandboxConfig, SandboxKind};
 pub use waits::{RateLimit, ServiceErrors};
 
@@ -76,6 +78,15 @@ pub struct Config {
     /// What the agents may touch: `none`, or a sandbox (see `SandboxConfig`).
     #[serde(default)]
     pub sandbox: SandboxConfig,
+    /// Commands that must pass before a promise counts (tests, lints): backpressure.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
+    /// The feature's phases, in order; none: one phase, as without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
+    /// Commands run on lifecycle events (notifications, gates).
+    #[serde(default, skip_serializing_if = "Hooks::is_empty")]
+    pub hooks: Hooks,
 }
 
 fn default_stall_iterations() -> u32 {
@@ -185,6 +196,7 @@ impl Config {
                     .map_err(|message| format!("roles.{role}.{message}"))?;
             }
         }
+        lifecycle::check(&self.checks, &self.phases, &self.hooks)?;
         self.curator
             .check()
             .map_err(|message| format!("curator: {message}"))?;
