@@ -337,3 +337,111 @@ fn the_codex_preset_waits_out_a_lost_stream_once_codex_gives_up() {
         .prompt("F-001", 2)
         .contains("met a service error (agent exited with code 1): stream disconnected before"));
 }
+
+/// A scenario whose validator meets the CLI's overload error `held` times, then passes; the
+/// worker completes once.
+fn validator_held_up(held: usize) -> String {
+    let overloaded = format!(
+        "      - [cat: {:?}, exit: 1]\n",
+        fixture("claude_overloaded.jsonl")
+    );
+    format!(
+        "scripts:\n  - match: {{role: validator}}\n    steps:\n{}      - [print: '{}']\n  - steps:\n      - [print: '{}']\n",
+        overloaded.repeat(held),
+        r#"{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"<verdict>PASS</verdict>","usage":{"input_tokens":1,"output_tokens":1}}"#,
+        CLAUDE_DONE
+    )
+}
+
+#[test]
+fn a_validator_held_up_by_the_service_waits_and_validates_again_never_rejecting() {
+    // Regression: a validator that met a 529 rejected the feature ("the validator did not
+    // finish: agent exited with code 1"), costing the worker an iteration and its agent a run.
+    let project = Project::new(ONE_FEATURE, &validator_held_up(2));
+    project.config(
+        "output_format: claude-stream-json\n",
+        "validate: true\nmax_iterations: 3\nservice_errors: {wait_secs: 0, max_waits: 2}\n",
+    );
+    let out = project.run(&["F-001"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 0, "{stderr}");
+    assert_eq!(
+        project.attempts("F-001"),
+        [
+            ("worker", "completed"),
+            ("validator", "service_error"),
+            ("validator", "service_error"),
+            ("validator", "verified"),
+        ]
+        .map(|(r, o)| (r.to_string(), o.to_string()))
+    );
+    let state = project.state("F-001");
+    assert_eq!(state["status"], "done", "{state:#}");
+    assert_eq!(state["iteration_count"], 1, "{state:#}");
+    let waits = waiting_lines(&stderr);
+    assert_eq!(waits.len(), 2, "{stderr}");
+    assert!(
+        waits[1].contains("the validator met a service error")
+            && waits[1].ends_with("(wait 2 of 2, not counted as an iteration)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("rejected"), "{stderr}");
+}
+
+#[test]
+fn a_validator_out_of_waits_stops_provisional_and_a_re_run_validates_it() {
+    let project = Project::new(ONE_FEATURE, &validator_held_up(3));
+    project.config(
+        "output_format: claude-stream-json\n",
+        "validate: true\nservice_errors: {wait_secs: 0, max_waits: 2}\n",
+    );
+    let out = project.run(&["F-001"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 2, "{stderr}");
+    let state = project.state("F-001");
+    assert_eq!(state["status"], "provisional", "{state:#}");
+    assert!(
+        state["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("after 2 waits in a row")),
+        "{state:#}"
+    );
+    assert!(
+        stderr.contains("F-001 stopped: the validator met a service error")
+            && stderr.contains("hint: run it again to resume: `./run.sh F-001`"),
+        "{stderr}"
+    );
+    let all = project.run(&["all"]);
+    assert_eq!(code(&all), 0, "{}", text(&all.stderr));
+    let state = project.state("F-001");
+    assert_eq!(state["status"], "done", "{state:#}");
+    assert_eq!(
+        state["iteration_count"], 1,
+        "the worker never ran again: {state:#}"
+    );
+}
+
+#[test]
+fn a_budget_run_out_during_validation_leaves_the_feature_provisional() {
+    // Regression: the validator stopped by a budget rejected the feature, as if it had failed.
+    let project = Project::new(
+        ONE_FEATURE,
+        "scripts:\n  - match: {role: validator}\n    steps:\n      - [sleep: 3, print: '<verdict>PASS</verdict>']\n  - steps:\n      - [promise: true]\n",
+    );
+    project.config(
+        "",
+        "validate: true\nbudgets:\n  feature: {max_wall_secs: 1}\n",
+    );
+    let out = project.run(&["F-001"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 2, "{stderr}");
+    let state = project.state("F-001");
+    assert_eq!(state["status"], "provisional", "{state:#}");
+    assert!(
+        stderr.contains("it stays provisional: raise the budget in config.yaml to go on"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("rejected"), "{stderr}");
+    let last = project.attempts("F-001").last().cloned().unwrap();
+    assert_eq!(last, ("validator".to_string(), "over_budget".to_string()));
+}

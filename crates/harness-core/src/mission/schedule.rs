@@ -298,7 +298,9 @@ impl Counts {
                 Status::Unmerged => counts.unmerged += 1,
                 Status::Blocked => counts.blocked += 1,
                 // Its last run stopped for this reason (a budget, a setback): resumable.
-                Status::Pending if state.reason.is_some() => counts.stopped += 1,
+                Status::Pending | Status::Provisional if state.reason.is_some() => {
+                    counts.stopped += 1;
+                }
                 Status::Pending if state.iteration_count == 0 => counts.pending += 1,
                 Status::Pending | Status::Running | Status::Provisional => counts.in_progress += 1,
             }

@@ -5,16 +5,18 @@
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::agent::End;
+use crate::agent::{AgentRun, End};
 use crate::base::error::InputError;
 use crate::base::exit_codes;
+use crate::base::signals;
 use crate::base::text::tail_chars;
 use crate::base::time::{self, Timestamp};
 use crate::roles::attempt::{
-    Change, FeatureRequest, OutputFigures, Place, RoleReport, Session, Transition,
+    Attempt, Change, FeatureRequest, OutputFigures, Place, RoleReport, Session, Transition,
 };
 use crate::roles::inputs::{InputMemo, Layers};
 use crate::roles::prompt::{feature_spec, Prompt, RuntimeContext};
+use crate::roles::worker::{held_up, Hold};
 use crate::spec::config::{AgentConfig, Config};
 use crate::spec::features::{Feature, FeatureId};
 use crate::spec::role::Role;
@@ -51,6 +53,68 @@ impl Verdict {
             Verdict::Pass { reasons } | Verdict::Fail { reasons } => reasons,
         }
     }
+}
+
+/// What a validator's run comes to: a verdict, or none for a reason that is not the feature's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Judged {
+    /// It gave its verdict (no verdict, or a run that went wrong, is a fail).
+    Verdict(Verdict),
+    /// Ctrl-C / SIGTERM stopped it.
+    Interrupted,
+    /// The service held it up (a rate or usage limit, a service error), the `in_a_row`th time in
+    /// a row: waited out and validated again, never a rejection that would cost the worker an
+    /// iteration; past its waits, the run stops.
+    HeldUp { hold: Hold, in_a_row: u32 },
+    /// A budget ran out during it (what its end says).
+    OverBudget(String),
+}
+
+impl Judged {
+    /// The outcome of the attempt it ends.
+    fn outcome(&self) -> Outcome {
+        match self {
+            Judged::Verdict(Verdict::Pass { .. }) => Outcome::Verified,
+            Judged::Verdict(Verdict::Fail { .. }) => Outcome::Rejected,
+            Judged::Interrupted => Outcome::Interrupted,
+            Judged::HeldUp { hold, .. } => hold.setback.kind.outcome(),
+            Judged::OverBudget(_) => Outcome::OverBudget,
+        }
+    }
+}
+
+/// Judges the validator's `run` over the attempts in `state` (this one begun): a verdict unless
+/// an interrupt, the service or a budget stopped it. Waits in a row start again at 1 after the
+/// run they ran out in (a new run gets as many waits again).
+pub fn judge(state: &RunState, run: &AgentRun, config: &Config, now: Timestamp) -> Judged {
+    let agent = config.agent_for(Role::Validator);
+    if let End::Interrupted(_) = run.end {
+        return Judged::Interrupted;
+    }
+    if let Some(setback) = held_up(run.end, run.output.setback.as_ref()) {
+        let before = state
+            .attempts
+            .iter()
+            .rev()
+            .skip(1)
+            .take_while(|a| a.role == Role::Validator && a.outcome.is_setback())
+            .count() as u32;
+        let max_waits = Hold::new(setback, 1, config, now).max_waits;
+        let in_a_row = before % (max_waits + 1) + 1;
+        let hold = Hold::new(setback, in_a_row, config, now);
+        return Judged::HeldUp { hold, in_a_row };
+    }
+    if run.end.outcome(false) == Outcome::OverBudget {
+        return Judged::OverBudget(run.end.describe(Outcome::OverBudget, agent));
+    }
+    let output = &run.output;
+    Judged::Verdict(decide(
+        run.end,
+        output.marker_counts[0],
+        output.marker_counts[1],
+        output.answer(),
+        agent,
+    ))
 }
 
 /// The verdict of an answer in which the pass tag appeared `passes` times and the fail tag
@@ -197,18 +261,47 @@ fn before_validation(state: &RunState) -> Result<Option<Transition>, InputError>
     }
 }
 
-/// What `verdict` (none: the validator was interrupted) does to the feature: pass → landed
-/// (done, or blocked by a merge conflict); fail → back to the worker (exit 10), or failed at the
-/// guardrail (exit 2); interrupted → still provisional, validated on resume.
-pub fn transition(state: &RunState, verdict: Option<&Verdict>) -> Transition {
+/// What the validator's run does to the feature: pass → landed (done, or unmerged when git
+/// refuses the merge); fail → back to the worker (exit 10), or failed at the guardrail (exit 2);
+/// interrupted → still provisional, validated on resume; held up by the service → still
+/// provisional, validated again after the wait (exit 10), or, out of waits, stopped (exit 2);
+/// a budget run out → still provisional, stopped (exit 2) until it is raised.
+pub fn transition(state: &RunState, judged: &Judged) -> Transition {
     let id = &state.feature_id;
     let max = state.max_iterations;
-    let Some(verdict) = verdict else {
-        return Transition::new(
-            Change::Keep,
-            exit_codes::INTERRUPTED,
-            format!("{id} validation interrupted; run it again to resume"),
-        );
+    let verdict = match judged {
+        Judged::Verdict(verdict) => verdict,
+        Judged::Interrupted => {
+            return Transition::new(
+                Change::Keep,
+                exit_codes::INTERRUPTED,
+                format!("{id} validation interrupted; run it again to resume"),
+            )
+        }
+        Judged::HeldUp { hold, in_a_row } if *in_a_row <= hold.max_waits => {
+            return Transition::new(
+                Change::Keep,
+                exit_codes::CONTINUE,
+                format!("{id}: {}", hold.wait_words("the validator", *in_a_row)),
+            )
+        }
+        Judged::HeldUp { hold, .. } => {
+            return Transition::new(
+                Change::Note(hold.stop_reason()),
+                exit_codes::GUARDRAIL,
+                format!(
+                    "{id} stopped: {}; it stays provisional, for the validator\nhint: run it again to resume: `./run.sh {id}`",
+                    hold.stop_words("the validator")
+                ),
+            )
+        }
+        Judged::OverBudget(ended) => {
+            return Transition::new(
+                Change::Note(format!("the validator {ended}")),
+                exit_codes::GUARDRAIL,
+                format!("{id}: the validator {ended}; it stays provisional: raise the budget in config.yaml to go on"),
+            )
+        }
     };
     let said = verdict_line(id, verdict);
     match verdict {
@@ -248,11 +341,8 @@ fn verdict_line(id: &FeatureId, verdict: &Verdict) -> String {
 pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
     // A feature with a worktree is checked there, where its work is, whatever `-C` says.
     let mut request = request.clone();
-    request.place.workdir = worktree::workdir_of(
-        &request.place.state,
-        &request.feature,
-        &request.place.workdir,
-    )?;
+    let place = &request.place;
+    request.place.workdir = worktree::workdir_of(&place.state, &request.feature, &place.workdir)?;
     let request = &request;
     let place = &request.place;
     let mut session = Session::open(&mut InputMemo::default(), request, Role::Validator)?;
@@ -284,26 +374,23 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
     let run = session.run(&attempt, &prompt, &markers, &budget)?;
     let ended_at = time::now();
 
-    // Decide, then transition. An interrupt decides nothing: the feature stays provisional.
-    let output = &run.output;
-    let verdict = match run.end {
-        End::Interrupted(_) => None,
-        end => Some(decide(
-            end,
-            output.marker_counts[0],
-            output.marker_counts[1],
-            output.answer(),
-            attempt.agent(),
-        )),
-    };
-    let transition = transition(&session.state, verdict.as_ref());
+    // Decide, then transition. An interrupt, the service or a budget decides nothing: the
+    // feature stays provisional.
+    let judged = judge(&session.state, &run, session.config(), ended_at);
+    let transition = transition(&session.state, &judged);
 
     // Write.
-    let Some(verdict) = verdict else {
-        session.record_end(&attempt, &run, Outcome::Interrupted, ended_at);
-        let report = session.apply(transition, &place.state, ended_at)?;
-        session.save()?;
-        return Ok(report);
+    let outcome = judged.outcome();
+    let verdict = match judged {
+        Judged::Verdict(verdict) => verdict,
+        undecided => {
+            let id = session.state.feature_id.clone();
+            let report = stop_undecided(session, place, (&attempt, &run), transition, outcome)?;
+            return Ok(match &undecided {
+                Judged::HeldUp { hold, .. } => wait_out(report, hold, &id),
+                _ => report,
+            });
+        }
     };
     let feature = session.state.feature_id.clone();
     let said = verdict_line(&feature, &verdict);
@@ -312,10 +399,6 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
         notes::append(&place.state, &feature, &rejection_note(reasons, ended_at))
             .context("cannot write the notes")?;
     }
-    let outcome = match verdict {
-        Verdict::Pass { .. } => Outcome::Verified,
-        Verdict::Fail { .. } => Outcome::Rejected,
-    };
     session.record_end(&attempt, &run, outcome, ended_at);
     let report = session.apply(transition, &place.state, ended_at)?;
     let last = session.state.attempts.last();
@@ -345,6 +428,44 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
         auto_curate(place, session.config());
     }
     Ok(report)
+}
+
+/// Records the end of a validator's run that gave no verdict (`outcome`) and applies
+/// `transition`: the feature stays provisional.
+fn stop_undecided(
+    mut session: Session,
+    place: &Place,
+    (attempt, run): (&Attempt, &AgentRun),
+    transition: Transition,
+    outcome: Outcome,
+) -> anyhow::Result<RoleReport> {
+    session.record_end(attempt, run, outcome, time::now());
+    let report = session.apply(transition, &place.state, time::now())?;
+    session.save()?;
+    Ok(report)
+}
+
+/// A setback waited out (`report` says so, once) before the validator runs again (exit 10:
+/// run.sh goes round, the worker handing the provisional feature straight back); an interrupt
+/// during the wait stops it, resumable. Out of waits, `report` stands.
+fn wait_out(report: RoleReport, hold: &Hold, id: &FeatureId) -> RoleReport {
+    if report.exit_code != exit_codes::CONTINUE {
+        return report;
+    }
+    eprintln!("validator: {}", report.message);
+    match signals::sleep(hold.wait) {
+        Some(signal) => RoleReport {
+            exit_code: exit_codes::INTERRUPTED,
+            message: format!(
+                "{id} interrupted by {} while waiting; run it again to resume",
+                signals::name(signal)
+            ),
+        },
+        None => RoleReport {
+            exit_code: exit_codes::CONTINUE,
+            message: format!("{id}: waited; validating again"),
+        },
+    }
 }
 
 /// The notes' section of a rejection: the validator's reasons, for the worker's next attempt.
@@ -391,7 +512,7 @@ mod tests {
         let pass = Verdict::Pass {
             reasons: "\nAll criteria hold.\nChecked with curl.".into(),
         };
-        let done = transition(&provisional(1), Some(&pass));
+        let done = transition(&provisional(1), &Judged::Verdict(pass.clone()));
         assert_eq!(done.change, Change::Land);
         assert_eq!(done.exit_code, exit_codes::DONE);
         assert_eq!(done.message, "F-1 verified: All criteria hold.");
@@ -402,14 +523,14 @@ mod tests {
         let fail = Verdict::Fail {
             reasons: "hello.txt is empty".into(),
         };
-        let back = transition(&provisional(1), Some(&fail));
+        let back = transition(&provisional(1), &Judged::Verdict(fail.clone()));
         assert_eq!(back.change, Change::To(Status::Running));
         assert_eq!(back.exit_code, exit_codes::CONTINUE);
         assert_eq!(
             back.message,
             "F-1 rejected: hello.txt is empty; back to the worker"
         );
-        let failed = transition(&provisional(3), Some(&fail));
+        let failed = transition(&provisional(3), &Judged::Verdict(fail.clone()));
         assert_eq!(
             failed.change,
             Change::Fail(
@@ -425,14 +546,14 @@ mod tests {
             reasons: String::new(),
         };
         assert_eq!(
-            transition(&provisional(1), Some(&silent)).message,
+            transition(&provisional(1), &Judged::Verdict(silent.clone())).message,
             "F-1 rejected; back to the worker"
         );
     }
 
     #[test]
     fn an_interrupt_leaves_the_feature_provisional() {
-        let interrupted = transition(&provisional(1), None);
+        let interrupted = transition(&provisional(1), &Judged::Interrupted);
         assert_eq!(interrupted.change, Change::Keep);
         assert_eq!(interrupted.exit_code, exit_codes::INTERRUPTED);
         assert!(interrupted.message.ends_with("run it again to resume"));

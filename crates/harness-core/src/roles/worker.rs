@@ -227,6 +227,47 @@ impl Hold {
         )
     }
 
+    /// Why the run stops once out of waits (the run state's reason).
+    pub fn stop_reason(&self) -> String {
+        format!(
+            "{} after {} waits in a row{}",
+            self.what(),
+            self.max_waits,
+            self.reset()
+        )
+    }
+
+    /// `<who> met <what> again after N waits in a row (it resets at …)`.
+    pub fn stop_words(&self, who: &str) -> String {
+        format!(
+            "{who} met {} again after {} waits in a row{}",
+            self.what(),
+            self.max_waits,
+            self.reset()
+        )
+    }
+
+    /// `<who> met <what>; waiting 5m 00s before trying again (wait 2 of 12, not counted as an
+    /// iteration)`, for the `count`th wait in a row.
+    pub fn wait_words(&self, who: &str, count: u32) -> String {
+        let wait = seconds_in_words(self.wait);
+        let how_long = match self.resets_at {
+            Some(at) if self.capped => format!(
+                "waiting {wait}, the most rate_limit.max_wait_secs allows, though it resets at {}",
+                time::format(at)
+            ),
+            Some(at) if self.wait.as_secs() > RESET_MARGIN_SECS => {
+                format!("waiting {wait}, until it resets at {}", time::format(at))
+            }
+            _ => format!("waiting {wait} before trying again"),
+        };
+        format!(
+            "{who} met {}; {how_long} (wait {count} of {}, not counted as an iteration)",
+            self.what(),
+            self.max_waits
+        )
+    }
+
     /// `when it resets at 2026-11-23T15:00:00Z`, if the agent said.
     fn reset(&self) -> String {
         self.resets_at.map_or(String::new(), |at| {
@@ -521,36 +562,21 @@ fn held_transition(id: &FeatureId, judgement: &Judgement) -> Transition {
             format!("{id}: waiting"),
         );
     };
-    let (what, reset) = (hold.what(), hold.reset());
     let count = judgement.streaks.held_in_a_row;
     if judgement.decision == Decision::OutOfWaits {
-        let waits = hold.max_waits;
         return Transition::new(
-            Change::Postpone(format!("{what} after {waits} waits in a row{reset}")),
+            Change::Postpone(hold.stop_reason()),
             exit_codes::GUARDRAIL,
             format!(
-                "{id} stopped: the agent met {what} again after {waits} waits in a row{reset}; the attempt is not counted as an iteration\nhint: run it again to resume: `./run.sh {id}`"
+                "{id} stopped: {}; the attempt is not counted as an iteration\nhint: run it again to resume: `./run.sh {id}`",
+                hold.stop_words("the agent")
             ),
         );
     }
-    let wait = seconds_in_words(hold.wait);
-    let how_long = match hold.resets_at {
-        Some(at) if hold.capped => format!(
-            "waiting {wait}, the most rate_limit.max_wait_secs allows, though it resets at {}",
-            time::format(at)
-        ),
-        Some(at) if hold.wait.as_secs() > RESET_MARGIN_SECS => {
-            format!("waiting {wait}, until it resets at {}", time::format(at))
-        }
-        _ => format!("waiting {wait} before trying again"),
-    };
     Transition::new(
         Change::Retry,
         exit_codes::CONTINUE,
-        format!(
-            "{id}: the agent met {what}; {how_long} (wait {count} of {}, not counted as an iteration)",
-            hold.max_waits
-        ),
+        format!("{id}: {}", hold.wait_words("the agent", count)),
     )
 }
 
