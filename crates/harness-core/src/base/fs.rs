@@ -129,6 +129,9 @@ pub enum Mode {
     Read,
     /// Append, creating the file if need be.
     Append,
+    /// Read, and append (creating the file if need be): an append-only file whose torn tail is
+    /// cut off before appending (see `base::append`).
+    ReadAppend,
     /// Write from empty, creating or truncating the file.
     Create,
     /// Write a file that must not exist yet.
@@ -142,6 +145,7 @@ impl Mode {
         match self {
             Mode::Read => libc::O_RDONLY,
             Mode::Append => libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT,
+            Mode::ReadAppend => libc::O_RDWR | libc::O_APPEND | libc::O_CREAT,
             Mode::Create => libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
             Mode::CreateNew => libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
             Mode::ReadWrite => libc::O_RDWR | libc::O_CREAT,
@@ -509,6 +513,24 @@ pub fn read_optional(path: &Path) -> io::Result<Option<Vec<u8>>> {
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(error) => Err(error),
     }
+}
+
+/// The last `max` bytes of the file `path` (all of it when shorter), and whether they begin at
+/// its start; `None` when it does not exist.
+pub fn read_tail(path: &Path, max: u64) -> io::Result<Option<(Vec<u8>, bool)>> {
+    use std::os::unix::fs::FileExt;
+    let file = match open(path, Mode::Read) {
+        Ok(file) => file,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    let len = file.metadata()?.len();
+    let start = len.saturating_sub(max);
+    let mut bytes = vec![0; (len - start) as usize];
+    let read = file.read_at(&mut bytes, start)?;
+    // A file that shrank meanwhile: what there is.
+    bytes.truncate(read);
+    Ok(Some((bytes, start == 0)))
 }
 
 /// Creates the directory `path` and its missing parents.

@@ -3,6 +3,7 @@
 //! plumbing, text cutting, stable hashes and ids, cancellation, the error types and the exit
 //! codes. Every other layer may use them; they use none.
 
+pub mod append;
 pub mod atomic;
 pub mod cancel;
 pub mod error;
