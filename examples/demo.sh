@@ -125,23 +125,24 @@ state_field() {
   sed -n "s/^  \"$2\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" "$file"
 }
 
-# The commits of all the feature's attempts (one `"commits": N` per attempt).
+# The `run_id` and `commits` fields of the feature's attempts, one `<field> <value>` a line, oldest
+# first: most attempts are in attempts.jsonl (one JSON record a line), the newest in state.json
+# (pretty-printed); an attempt may be in both.
+attempt_fields() {
+  local dir="$PROJECT/.harness/runs/$1"
+  cat "$dir/attempts.jsonl" "$dir/state.json" 2>/dev/null | tr ',' '\n' |
+    sed -n 's/^ *{\{0,1\} *"\(run_id\|commits\)": *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1 \2/p'
+}
+
+# The commits of all the feature's attempts (each attempt counted once).
 commit_count() {
-  local file count total=0
-  file=$(state_file "$1")
-  [[ -f $file ]] || { printf '0'; return 0; }
-  while read -r count; do
-    total=$((total + count))
-  done < <(sed -n 's/^ *"commits": \([0-9][0-9]*\),\{0,1\}$/\1/p' "$file")
-  printf '%s' "$total"
+  attempt_fields "$1" |
+    awk '$1 == "run_id" { id = $2 } $1 == "commits" { n[id] = $2 } END { for (i in n) t += n[i]; print t + 0 }'
 }
 
 # The run id of the feature's last attempt.
 last_run_id() {
-  local file
-  file=$(state_file "$1")
-  [[ -f $file ]] || return 0
-  sed -n 's/^ *"run_id": "\(.*\)",\{0,1\}$/\1/p' "$file" | tail -n 1
+  attempt_fields "$1" | sed -n 's/^run_id //p' | tail -n 1
 }
 
 # Prints the table of features; fails unless every feature is done.
@@ -194,7 +195,7 @@ print_where_to_look() {
   printf '  project:    %s\n' "$PROJECT"
   printf '  per iteration, in .harness/runs/<FEATURE>/<RUN_ID>/:\n'
   printf '              prompt.md (exactly what the agent was sent), output.log, result.json\n'
-  printf '  run state:  .harness/runs/<FEATURE>/state.json (status, one record per attempt)\n'
+  printf '  run state:  .harness/runs/<FEATURE>/state.json (status) and attempts.jsonl (one record per attempt)\n'
   printf '  memory:     .harness/raw.md (the agents'"'"' TRICK/LESSON/... lines and each outcome)\n'
   printf '  scenario:   %s/scenario.yaml (what the scripted agent played)\n' "$DEMO"
   if [[ -n $example ]]; then

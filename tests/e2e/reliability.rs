@@ -20,9 +20,10 @@ use std::time::{Duration, Instant};
 use harness_core::base::locks::Lock;
 use harness_core::roles::curator::log;
 use harness_core::spec::config::Config;
-use harness_core::spec::features::FeatureList;
+use harness_core::spec::features::{FeatureId, FeatureList};
 use harness_core::spec::layout::StateDir;
 use harness_core::state::memory::Tag;
+use harness_core::state::notes;
 use harness_core::state::run_state::RunState;
 use harness_tests::{code, text, Project};
 
@@ -328,15 +329,18 @@ fn check_invariants(project: &Project, last: &Seen, context: &str) -> Seen {
             );
             continue;
         };
-        let json: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         let count = u64::from(run_state.iteration_count);
         let before = last.iterations.get(&id).copied().unwrap_or(0);
         assert!(
             count >= before,
             "{context}: {id}'s iteration_count went back from {before} to {count}"
         );
-        let attempts = json["attempts"].as_array().cloned().unwrap_or_default();
+        // Every attempt, from state.json and attempts.jsonl, as the harness reads them.
+        let attempts: Vec<serde_json::Value> = run_state
+            .attempts()
+            .iter()
+            .map(|a| serde_json::to_value(a).unwrap())
+            .collect();
         let ids: Vec<&str> = attempts
             .iter()
             .map(|a| a["run_id"].as_str().unwrap())
@@ -381,7 +385,8 @@ fn check_invariants(project: &Project, last: &Seen, context: &str) -> Seen {
         );
     }
 
-    // The notes: whole sections, valid UTF-8, each worker attempt once.
+    // The notes: valid UTF-8, appended whole (a kill mid-append leaves at most a torn last
+    // section, which reading drops); as read, whole sections, each worker attempt once.
     for note in std::fs::read_dir(state.notes_dir())
         .into_iter()
         .flatten()
@@ -389,12 +394,22 @@ fn check_invariants(project: &Project, last: &Seen, context: &str) -> Seen {
         .filter(|e| !is_temp(&e.path()))
     {
         let name = note.path().display().to_string();
-        let text = String::from_utf8(std::fs::read(note.path()).unwrap())
+        let raw = String::from_utf8(std::fs::read(note.path()).unwrap())
             .unwrap_or_else(|_| panic!("{context}: {name} is not UTF-8"));
+        let torn = raw.rsplit(notes::END).next().unwrap_or_default();
+        let heading = |h: &str| torn.starts_with(h) || h.starts_with(torn);
         assert!(
-            text.ends_with("\n\n"),
-            "{context}: {name} ends in a torn section"
+            heading("## Attempt ") || heading("## Validator verdict"),
+            "{context}: {name} ends in something that is no section: {torn:?}"
         );
+        let stem = note
+            .path()
+            .file_stem()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let feature = FeatureId::parse(&stem).unwrap();
+        let text = notes::read(&state, &feature).unwrap().unwrap_or_default();
         let mut numbers = BTreeSet::new();
         for line in text.lines().filter(|l| l.starts_with("## ")) {
             if let Some(rest) = line.strip_prefix("## Attempt ") {

@@ -238,10 +238,15 @@ fn a_wait_is_interrupted_at_once_and_the_feature_resumes() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !project
-        .read_state("runs/F-001/state.json")
-        .contains("rate_limited")
-    {
+    // The attempt's record, once it ended, is in attempts.jsonl or still in state.json.
+    let recorded = || {
+        ["state.json", "attempts.jsonl"].iter().any(|name| {
+            project
+                .read_state(&format!("runs/F-001/{name}"))
+                .contains("rate_limited")
+        })
+    };
+    while !recorded() {
         assert!(Instant::now() < deadline, "the limit was never recorded");
         std::thread::sleep(Duration::from_millis(50));
     }

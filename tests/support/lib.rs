@@ -268,11 +268,23 @@ impl Project {
         text(&out.stdout)
     }
 
-    /// The feature's state.json, parsed.
+    /// The feature's run state as the harness reads it, as JSON: state.json with every attempt
+    /// (most of them are in attempts.jsonl beside it).
     pub fn state(&self, feature: &str) -> serde_json::Value {
         let text = self.read_state(&format!("runs/{feature}/state.json"));
-        serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("state.json of {feature}: {e}\n{text}"))
+        let mut json: serde_json::Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("state.json of {feature}: {e}\n{text}"));
+        let id = harness_core::spec::features::FeatureId::parse(feature).unwrap();
+        let path = self
+            .state_dir()
+            .join("runs")
+            .join(feature)
+            .join("state.json");
+        let state = harness_core::state::run_state::RunState::load(&path, &id)
+            .unwrap_or_else(|e| panic!("the run state of {feature}: {e}"))
+            .unwrap_or_else(|| panic!("no run state of {feature}"));
+        json["attempts"] = serde_json::to_value(state.attempts()).unwrap();
+        json
     }
 
     /// The role and outcome of each of the feature's attempts, oldest first.

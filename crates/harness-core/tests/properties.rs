@@ -253,8 +253,8 @@ proptest! {
     }
 
     /// Appending sections keeps each one whole and in order, after whatever the file held (a
-    /// hand edit without a final newline included); a section renders with its heading first and
-    /// ends with a blank line whatever the output held.
+    /// hand edit, without a final newline included); a section renders with its heading first and
+    /// ends with a blank line whatever the output held; the notes read back are exactly those.
     #[test]
     fn notes_sections_stay_whole(
         existing in prop::option::of(tricky_text()),
@@ -263,11 +263,13 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let state = StateDir::new(dir.path());
         let feature = FeatureId::parse("F-001").unwrap();
-        let mut expected = Vec::new();
+        let mut expected = String::new();
         if let Some(existing) = &existing {
             std::fs::create_dir_all(state.notes_dir()).unwrap();
             std::fs::write(state.notes(&feature), existing).unwrap();
-            expected.extend_from_slice(existing.as_bytes());
+            if !existing.trim().is_empty() {
+                expected.push_str(existing);
+            }
         }
         for (index, output) in outputs.iter().enumerate() {
             let section = AttemptNote {
@@ -284,21 +286,23 @@ proptest! {
             prop_assert!(section.starts_with(&heading), "{section:?}");
             prop_assert!(section.ends_with("\n\n"));
             notes::append(&state, &feature, &section).unwrap();
-            if !expected.is_empty() && !expected.ends_with(b"\n") {
-                expected.push(b'\n');
-            }
-            expected.extend_from_slice(section.as_bytes());
+            expected.push_str(&section);
         }
-        prop_assert_eq!(std::fs::read(state.notes(&feature)).unwrap(), expected);
+        let file = std::fs::read(state.notes(&feature)).unwrap();
+        prop_assert!(file.ends_with(notes::END.as_bytes()));
+        let expected = expected.replace('\0', "");
+        let expected = expected.trim_start_matches('\u{feff}').trim();
+        prop_assert_eq!(notes::read(&state, &feature).unwrap().unwrap(), expected);
     }
 
-    /// What a prompt carries of long notes: the notes themselves when short; else their end,
-    /// from the start of a line, within the bound, after one line saying what was left out.
+    /// What a prompt carries of long notes: the notes themselves when short; else their newest
+    /// whole sections, within the bound, after one line saying that earlier ones were left out.
     #[test]
     fn notes_for_the_prompt_are_a_bounded_suffix(sections in prop::collection::vec((tricky_text(), 0usize..4000), 1..12)) {
         let mut text = String::new();
+        let mut all = String::new();
         for (index, (output, padding)) in sections.iter().enumerate() {
-            text.push_str(&AttemptNote {
+            let section = AttemptNote {
                 attempt: index as u32 + 1,
                 role: Role::Worker,
                 time: chrono::DateTime::from_timestamp(1_770_333_300, 0).unwrap(),
@@ -306,18 +310,20 @@ proptest! {
                 commits: None,
                 outcome: "x",
                 output: &format!("{output}{}", "y".repeat(*padding)),
-            }.render());
+            }.render();
+            text.push_str(&section);
+            text.push_str(notes::END);
+            all.push_str(&section);
         }
-        let carried = notes::for_prompt(&text);
-        if text.chars().count() <= notes::PROMPT_CHARS {
-            prop_assert_eq!(carried.as_ref(), text.as_str());
+        let carried = notes::for_prompt(&text, true, notes::PROMPT_CHARS);
+        if all.chars().count() <= notes::PROMPT_CHARS {
+            prop_assert_eq!(carried.as_str(), all.as_str());
         } else {
             let (said, kept) = carried.split_once("\n\n").unwrap();
-            prop_assert!(said.ends_with("earlier sections left out; all are in .harness/notes/)"), "{said}");
-            prop_assert!(text.ends_with(kept));
+            prop_assert_eq!(said, "(earlier sections left out; all are in .harness/notes/)");
+            prop_assert!(all.ends_with(kept));
             prop_assert!(kept.chars().count() <= notes::PROMPT_CHARS);
-            let start = text.len() - kept.len();
-            prop_assert!(start == 0 || text.as_bytes()[start - 1] == b'\n');
+            prop_assert!(kept.starts_with("## Attempt "), "{kept:?}");
         }
     }
 

@@ -21,15 +21,36 @@ use crate::base::hash::stable_hash;
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// Whether a write waits for the disk. Against a kill, writing a temp file and renaming it is
+/// enough: the file is old or new. Flushing (fsync) protects against a power cut or a kernel
+/// crash too, and costs a wait for the disk: the durability policy in DESIGN.md says which files
+/// are flushed (the run state, raw.md) and which are not (an attempt's logs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flush {
+    /// The new content and its name reach the disk before the write returns.
+    Yes,
+    /// Written and renamed, left for the system to write out: after a power cut the file may be
+    /// its old version, or missing if it was new.
+    No,
+}
+
 /// Replaces `path` with `bytes`: temp file in the same directory, fsync, rename, fsync the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    replace(path, bytes, Flush::Yes)
+}
+
+/// Replaces `path` with `bytes` as [`write_atomic`] does, flushed or not.
+pub fn replace(path: &Path, bytes: &[u8], flush: Flush) -> io::Result<()> {
     let (dir, name) = Dir::parent_of(path)?;
     let temp = temp_name(&name);
-    let result = write_temp(&dir, &temp, bytes).and_then(|()| {
+    let result = write_temp(&dir, &temp, bytes, flush).and_then(|()| {
         dir.refuse_link(&name)?;
         dir.rename(&temp, &name)?;
-        // The new name itself must reach the disk, or a power cut could bring the old file back.
-        dir.sync()
+        match flush {
+            // The new name itself must reach the disk, or a power cut could bring the old file back.
+            Flush::Yes => dir.sync(),
+            Flush::No => Ok(()),
+        }
     });
     if result.is_err() {
         let _ = dir.remove_file(&temp);
@@ -67,12 +88,17 @@ fn ends_with_newline(path: &Path, len: u64) -> io::Result<bool> {
 
 /// creating its directory first.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> io::Result<()> {
+    replace_json(path, value, Flush::Yes)
+}
+
+/// [`write_json`], flushed or not.
+pub fn replace_json(path: &Path, value: &impl serde::Serialize, flush: Flush) -> io::Result<()> {
     if let Some(dir) = path.parent() {
         crate::base::fs::create_dir_all(dir)?;
     }
     let mut json = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
     json.push(b'\n');
-    write_atomic(path, &json)
+    replace(path, &json, flush)
 }
 
 /// Creates `path` with `bytes` only if it does not exist, atomically (never a half-written file);
@@ -80,7 +106,8 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> io::Result<()> 
 pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     let (dir, name) = Dir::parent_of(path)?;
     let temp = temp_name(&name);
-    let result = write_temp(&dir, &temp, bytes).and_then(|()| place_if_absent(&dir, &temp, &name));
+    let result = write_temp(&dir, &temp, bytes, Flush::Yes)
+        .and_then(|()| place_if_absent(&dir, &temp, &name));
     let _ = dir.remove_file(&temp);
     result.map(|placed| placed && dir.sync().is_ok())
 }
@@ -101,11 +128,14 @@ fn place_if_absent(dir: &Dir, temp: &OsStr, name: &OsStr) -> io::Result<bool> {
 // on ext4 here, fsyncs from two threads take longer than the same fsyncs one after the other (each
 // waits for its own journal commit), and the threads cost CPU. So files are written in turn.
 
-/// Writes `bytes` to the new file `temp` in `dir`, synced.
-fn write_temp(dir: &Dir, temp: &OsStr, bytes: &[u8]) -> io::Result<()> {
+/// Writes `bytes` to the new file `temp` in `dir`, synced unless told not to.
+fn write_temp(dir: &Dir, temp: &OsStr, bytes: &[u8], flush: Flush) -> io::Result<()> {
     let mut file = dir.open(temp, Mode::CreateNew)?;
     file.write_all(bytes)?;
-    file.sync_all()
+    match flush {
+        Flush::Yes => file.sync_all(),
+        Flush::No => Ok(()),
+    }
 }
 
 fn temp_name(name: &OsStr) -> OsString {
@@ -157,7 +187,7 @@ pub fn replace_if_unchanged(
     let (dir, name) = Dir::parent_of(path)?;
     dir.refuse_link(&name)?;
     let temp = swap_name(&name, bytes, expected.unwrap_or_default());
-    let result = write_temp(&dir, &temp, bytes).and_then(|()| match expected {
+    let result = write_temp(&dir, &temp, bytes, Flush::Yes).and_then(|()| match expected {
         None => place_if_absent(&dir, &temp, &name).map(|placed| match placed {
             true => Replaced::Done,
             false => Replaced::Changed,
@@ -251,7 +281,7 @@ fn rescue(dir: &Dir, name: &OsStr, old: &Watch, expected: &[u8]) -> io::Result<R
         return Ok(Replaced::Done);
     }
     let temp = temp_name(name);
-    write_temp(dir, &temp, &bytes)?;
+    write_temp(dir, &temp, &bytes, Flush::Yes)?;
     keep(dir, &temp, name).map(Replaced::Kept)
 }
 

@@ -901,7 +901,7 @@ mod tests {
         let state_dir = StateDir::new(dir.path());
         let config = Config::parse("agent:\n  command: [x]\n", Path::new("config.yaml")).unwrap();
         let features = chain();
-        let (_, failed) = state("F-1", Status::Failed, Some("x"));
+        let (_, mut failed) = state("F-1", Status::Failed, Some("x"));
         failed.save(&state_dir.run_state(&id("F-1"))).unwrap();
         let held = Lock::try_acquire(&state_dir.feature_lock(&id("F-3")), "F-3", "test").unwrap();
         let applied =

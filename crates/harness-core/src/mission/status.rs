@@ -194,7 +194,7 @@ pub fn board(
             let state = states.get(&feature.id);
             let locked = is_running(&feature.id);
             let status = BoardStatus::of(state, locked);
-            let attempts: &[Attempt] = state.map_or(&[], |s| &s.attempts);
+            let attempts: &[Attempt] = state.map_or(&[], |s| s.attempts());
             FeatureRow {
                 id: feature.id.to_string(),
                 title: feature.title.trim().to_string(),
@@ -322,9 +322,7 @@ impl Board {
         let totals = &mut self.totals;
         let spent = runs
             .iter()
-            .fold(Spent::default(), |spent, run| {
-                spent.plus(Spent::of_run(run))
-            })
+            .fold(Spent::default(), |spent, run| spent.plus(run.spent()))
             .plus(Spent {
                 tokens: totals.tokens,
                 cost_usd: totals.cost_usd,
@@ -511,7 +509,7 @@ mod tests {
 
     fn attempt(state: &mut RunState, role: Role, start: i64, end: Option<i64>, outcome: Outcome) {
         state.begin_attempt(&format!("run-{start}"), role, at(start));
-        let attempt = state.attempts.last_mut().unwrap();
+        let attempt = state.attempts_mut().last_mut().unwrap();
         attempt.ended_at = end.map(at);
         attempt.outcome = outcome;
     }
@@ -534,9 +532,9 @@ mod tests {
             Some(760),
             Outcome::Verified,
         );
-        done.attempts[0].tokens = Some(1000);
-        done.attempts[0].cost_usd = Some(0.25);
-        done.attempts[1].tokens = Some(2345);
+        done.attempts_mut()[0].tokens = Some(1000);
+        done.attempts_mut()[0].cost_usd = Some(0.25);
+        done.attempts_mut()[1].tokens = Some(2345);
         done.status = Status::Done;
         states.insert(id("F-001"), done);
 
@@ -614,7 +612,7 @@ cost:       $0.25
     fn the_json_board_has_stable_names_and_unknown_is_null() {
         let (features, mut states) = example();
         for state in states.values_mut() {
-            for attempt in &mut state.attempts {
+            for attempt in state.attempts_mut() {
                 attempt.tokens = None;
                 attempt.cost_usd = None;
             }

@@ -24,7 +24,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::agent::{self, progress, AgentRun, Enclosure, Limits, Redactor};
-use crate::base::atomic::{write_atomic, write_json};
+use crate::base::atomic::{replace, replace_json, Flush};
 use crate::base::error::InputError;
 use crate::base::exit_codes;
 use crate::base::fs;
@@ -246,7 +246,8 @@ impl Attempt {
             .with_context(|| format!("cannot create {}", run_dir.display()))?;
         let path = run_dir.join("prompt.md");
         let prompt = Redactor::from_process_env().redact(prompt);
-        if let Err(error) = write_atomic(&path, prompt.as_bytes()) {
+        // An attempt's logs are not flushed (the durability policy): a power cut may lose them.
+        if let Err(error) = replace(&path, prompt.as_bytes(), Flush::No) {
             // A full disk: leave no empty run directory behind, as if nothing had started.
             let _ = fs::remove_dir(run_dir);
             return Err(
@@ -281,7 +282,7 @@ impl Attempt {
         // prompt.md stays what was sent.
         let sent = redactor.redact(prompt);
         if sent != prompt {
-            write_atomic(&prompt_file, sent.as_bytes())
+            replace(&prompt_file, sent.as_bytes(), Flush::No)
                 .with_context(|| format!("cannot write {}", prompt_file.display()))?;
         }
         sweep_stale(&self.launcher.enclosure, self.role.as_str());
@@ -432,7 +433,8 @@ impl Attempt {
             usage: run.usage_record(self.agent.prices.as_ref()),
             fields,
         };
-        write_json(&self.run_dir.join("result.json"), &record).context("cannot write result.json")
+        replace_json(&self.run_dir.join("result.json"), &record, Flush::No)
+            .context("cannot write result.json")
     }
 }
 
@@ -575,14 +577,17 @@ impl Session {
         // Before anything else of this run: an old agent must not work on beside the new one.
         sweep_stale(&inputs.launcher.enclosure, &format!("{role} {id}"));
         let state_path = state_dir.run_state(id);
-        let loaded = RunState::load(&state_path, id)?;
+        // The newest attempts only: a worker may run thousands of iterations in one session.
+        let loaded = RunState::load_recent(&state_path, id)?;
         let mut state = loaded.clone().unwrap_or_else(|| {
-            RunState::new(
+            let mut fresh = RunState::new(
                 id.clone(),
                 inputs.config.max_iterations,
                 &inputs.config.completion_promise,
                 started_at,
-            )
+            );
+            fresh.hold_recent();
+            fresh
         });
         state.recover_interrupted(started_at);
         Ok(Session {
@@ -658,7 +663,7 @@ impl Session {
         if budgets.feature.is_none() && budgets.mission.is_none() {
             return Ok(Remaining::default());
         }
-        let feature = Spent::of(&self.state.attempts);
+        let feature = self.state.spent();
         // Reading every feature's run state is needed only for a mission budget.
         let mission = match budgets.mission {
             Some(_) => budget::mission_spent_with(spent, state, Some((&self.state_path, feature))),

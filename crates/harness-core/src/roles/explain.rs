@@ -40,8 +40,8 @@ pub fn explain(request: &FeatureRequest, role: Role) -> anyhow::Result<Explanati
         inputs::check_spec(&mut InputMemo::default(), &place.state, &request.feature)?;
     let (config, feature) = (&config, &feature);
     let role_prompt = inputs::read_role_prompt(&place.home, role)?;
-    let state =
-        RunState::load(&place.state.run_state(&feature.id), &feature.id)?.unwrap_or_else(|| {
+    let state = RunState::load_recent(&place.state.run_state(&feature.id), &feature.id)?
+        .unwrap_or_else(|| {
             RunState::new(
                 feature.id.clone(),
                 config.max_iterations,

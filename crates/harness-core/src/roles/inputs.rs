@@ -15,7 +15,7 @@ use crate::spec::layout::{HarnessHome, StateDir};
 use crate::spec::role::Role;
 use crate::state::memory;
 use crate::state::notes;
-use crate::state::run_state::RunState;
+use crate::state::run_state;
 
 /// What a role's invocation on a feature needs from the user's files, checked.
 #[derive(Debug, Clone)]
@@ -197,25 +197,28 @@ pub fn read_layers(
     })
 }
 
-/// The feature's notes, preceded by those of the failed feature it re-breaks (`F-007` for
-/// `F-007.1`, when F-007 is superseded by it): they are why it exists.
+/// What a prompt carries of the feature's notes, preceded by those of the failed feature it
+/// re-breaks (`F-007` for `F-007.1`, when F-007 is superseded by it): they are why it exists.
+/// Together within `notes::PROMPT_CHARS`, the feature's own first.
 fn notes_with_parent(state: &StateDir, feature: &FeatureId) -> anyhow::Result<Option<String>> {
-    let own = notes::read(state, feature).context("cannot read the notes")?;
+    let own = notes::read_for_prompt(state, feature, notes::PROMPT_CHARS)
+        .context("cannot read the notes")?;
     let parent = feature
         .as_str()
         .rsplit_once('.')
         .and_then(|(parent, _)| FeatureId::parse(parent).ok())
         .filter(|parent| {
-            RunState::load(&state.run_state(parent), parent)
-                .ok()
-                .flatten()
-                .is_some_and(|run| run.superseded_by.contains(feature))
+            run_state::superseded_by(&state.run_state(parent), parent).contains(feature)
         });
+    let room = notes::PROMPT_CHARS
+        - own
+            .as_ref()
+            .map_or(0, |own| own.chars().count().min(notes::PROMPT_CHARS));
     let inherited = match &parent {
-        Some(parent) => notes::read(state, parent)
+        Some(parent) if room > 0 => notes::read_for_prompt(state, parent, room)
             .context("cannot read the notes")?
             .map(|notes| format!("### From {parent}, which this feature re-breaks\n\n{notes}")),
-        None => None,
+        _ => None,
     };
     Ok(match (inherited, own) {
         (Some(inherited), Some(own)) => Some(format!("{inherited}\n\n### This feature\n\n{own}")),

@@ -101,12 +101,12 @@ impl Prompt {
         self
     }
 
-    /// `## Previous Agent Notes`, when there are notes.
+    /// `## Previous Agent Notes`, when there are notes (already bounded: see `notes::for_prompt`).
     pub fn notes(self, notes: Option<&str>) -> Self {
         match notes {
             Some(notes) => self.untrusted(&format!(
                 "## Previous Agent Notes\n\nWhat earlier attempts on this feature printed last (oldest first):\n\n{}",
-                crate::state::notes::for_prompt(notes.trim())
+                notes.trim()
             )),
             None => self,
         }

@@ -93,7 +93,7 @@ pub fn judge(state: &RunState, run: &AgentRun, config: &Config, now: Timestamp) 
     }
     if let Some(setback) = held_up(run.end, run.output.setback.as_ref()) {
         let before = state
-            .attempts
+            .attempts()
             .iter()
             .rev()
             .skip(1)
@@ -401,7 +401,7 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
     }
     session.record_end(&attempt, &run, outcome, ended_at);
     let report = session.apply(transition, &place.state, ended_at)?;
-    let last = session.state.attempts.last();
+    let last = session.state.attempts().last();
     attempt.write_result(
         &run,
         ended_at,

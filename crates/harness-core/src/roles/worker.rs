@@ -113,7 +113,7 @@ impl Streaks {
     /// held up in a row just before it in this run.
     fn of(state: &RunState, seen: &Seen, setback: Option<SetbackKind>, held_before: u32) -> Self {
         let unchanged_before = state
-            .attempts
+            .attempts()
             .iter()
             .rev()
             .skip(1)
@@ -1110,7 +1110,7 @@ fn worker_events(
     let state = &session.state;
     let message = report.message.lines().next().unwrap_or_default();
     let record = state
-        .attempts
+        .attempts()
         .iter()
         .rev()
         .find(|a| a.run_id == fields.run_id);
@@ -1355,7 +1355,7 @@ fn worker_result<'a>(
     seen: &Seen,
     judgement: &'a Judgement,
 ) -> WorkerResult<'a> {
-    let last = state.attempts.last();
+    let last = state.attempts().last();
     WorkerResult {
         feature_id: state.feature_id.as_str(),
         iteration: attempt.iteration,
@@ -1600,9 +1600,9 @@ mod tests {
 
     /// A worker attempt ending as `outcome`, having changed the tree or not.
     fn ended(state: &mut RunState, outcome: Outcome, changed: bool) {
-        let run = format!("r{}", state.attempts.len() + 1);
+        let run = format!("r{}", state.attempt_count() + 1);
         state.begin_iteration(&run, time::now());
-        let attempt = state.attempts.last_mut().unwrap();
+        let attempt = state.attempt_mut(&run).unwrap();
         attempt.outcome = outcome;
         attempt.tree_changed = Some(changed);
     }

@@ -11,59 +11,9 @@ use crate::base::fs;
 use crate::spec::config::Budgets;
 use crate::spec::features::FeatureId;
 use crate::spec::layout::StateDir;
-use crate::state::mission_runs::{self, MissionRun};
-use crate::state::run_state::{Attempt, RunState};
-
-/// What has been spent.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Spent {
-    /// Tokens of the invocations that reported them; `None` when none did.
-    pub tokens: Option<u64>,
-    /// USD of the invocations whose cost is known; `None` when none is (never a made-up 0).
-    pub cost_usd: Option<f64>,
-    /// Seconds of agent time.
-    pub wall_secs: u64,
-}
-
-impl Spent {
-    /// What `attempts` spent (an attempt still started counts no time: its end is unknown).
-    pub fn of(attempts: &[Attempt]) -> Self {
-        attempts.iter().fold(Spent::default(), |spent, attempt| {
-            spent.plus(Spent {
-                tokens: attempt.tokens,
-                cost_usd: attempt.cost_usd,
-                wall_secs: attempt
-                    .ended_at
-                    .map(|end| (end - attempt.started_at).num_seconds().max(0) as u64)
-                    .unwrap_or(0),
-            })
-        })
-    }
-
-    /// What a run on the whole mission spent.
-    pub fn of_run(run: &MissionRun) -> Self {
-        Spent {
-            tokens: run.tokens(),
-            cost_usd: run.cost_usd(),
-            wall_secs: run.seconds(),
-        }
-    }
-
-    /// Both together (a sum is known when either part is).
-    pub fn plus(self, other: Spent) -> Spent {
-        fn sum<T: std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
-            match (a, b) {
-                (Some(a), Some(b)) => Some(a + b),
-                (a, b) => a.or(b),
-            }
-        }
-        Spent {
-            tokens: sum(self.tokens, other.tokens),
-            cost_usd: sum(self.cost_usd, other.cost_usd),
-            wall_secs: self.wall_secs + other.wall_secs,
-        }
-    }
-}
+use crate::state::mission_runs;
+use crate::state::run_state::RunState;
+pub use crate::state::run_state::Spent;
 
 /// What the whole mission spent: every feature's run state under `runs/`, and every run on the
 /// whole mission (`plans/`, `curations/`; see [`crate::state::mission_runs`]).
@@ -136,11 +86,12 @@ pub fn mission_spent_with(
 /// result.json; `None` when it does not read.
 fn spent_in(path: &Path, feature: Option<&FeatureId>) -> Option<Spent> {
     match feature {
-        Some(feature) => RunState::load(path, feature)
+        // Every attempt is read, but none is held: what they spent is added up as they go.
+        Some(feature) => RunState::load_recent(path, feature)
             .ok()
             .flatten()
-            .map(|run| Spent::of(&run.attempts)),
-        None => mission_runs::read(path).map(|run| Spent::of_run(&run)),
+            .map(|run| run.spent()),
+        None => mission_runs::read(path).map(|run| run.spent()),
     }
 }
 
@@ -288,8 +239,9 @@ mod tests {
         let feature = crate::base::testing::id("F-1");
         let mut run = RunState::new(feature.clone(), 10, "P", crate::base::testing::at(0));
         run.begin_iteration("r1", crate::base::testing::at(0));
-        run.attempts[0].tokens = Some(1000);
-        run.attempts[0].ended_at = Some(crate::base::testing::at(30));
+        let attempt = run.attempt_mut("r1").unwrap();
+        attempt.tokens = Some(1000);
+        attempt.ended_at = Some(crate::base::testing::at(30));
         run.save(&state.run_state(&feature)).unwrap();
         let plan = state.plans_dir().join("1-planner-mission");
         std::fs::create_dir_all(&plan).unwrap();

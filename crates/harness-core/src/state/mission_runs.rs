@@ -13,7 +13,7 @@ use crate::base::fs;
 use crate::base::time::Timestamp;
 use crate::spec::layout::StateDir;
 use crate::spec::role::Role;
-use crate::state::run_state::Outcome;
+use crate::state::run_state::{Outcome, Spent};
 use crate::state::usage::UsageRecord;
 
 /// One run, as its result.json says.
@@ -58,6 +58,15 @@ impl MissionRun {
     /// Seconds it ran.
     pub fn seconds(&self) -> u64 {
         u64::try_from((self.ended_at - self.started_at).num_seconds()).unwrap_or(0)
+    }
+
+    /// What it spent.
+    pub fn spent(&self) -> Spent {
+        Spent {
+            tokens: self.tokens(),
+            cost_usd: self.cost_usd(),
+            wall_secs: self.seconds(),
+        }
     }
 }
 

@@ -1,11 +1,15 @@
 //! Agent notes (seed 004): after every attempt the feature's `notes/<FEATURE>.md` gets a section
 //! with the tail of the agent's output, so the next attempt — a fresh process that remembers
 //! nothing — sees what the last ones did. Removed when the feature is accepted as done.
+//!
+//! The file is append-only: each section is appended whole, ended by an [`END`] line, never
+//! rewritten, and a prompt reads only the end of the file. A kill mid-append leaves at most a
+//! torn last section, which reading drops and the next append cuts off.
 
 use std::io;
 use std::path::Path;
 
-use crate::base::atomic::write_atomic;
+use crate::base::append;
 use crate::base::fs;
 use crate::base::text::tail_chars;
 use crate::base::time::{self, Timestamp};
@@ -124,40 +128,126 @@ impl GateNote<'_> {
 /// run's prompt does not grow with its history.
 pub const PROMPT_CHARS: usize = 12_000;
 
-/// The notes as a prompt carries them: whole, or their newest whole sections within
-/// [`PROMPT_CHARS`] after a line saying how many were left out (they stay in the file).
-pub fn for_prompt(notes: &str) -> std::borrow::Cow<'_, str> {
-    if notes.chars().count() <= PROMPT_CHARS {
-        return std::borrow::Cow::Borrowed(notes);
-    }
-    let tail = tail_chars(notes, PROMPT_CHARS);
-    // Start at a section boundary so no section is cut in the middle.
-    let kept = match tail.find("\n## ") {
-        Some(at) => &tail[at + 1..],
-        None => tail,
-    };
-    let sections = |text: &str| text.lines().filter(|l| l.starts_with("## ")).count();
-    let left_out = sections(notes).saturating_sub(sections(kept));
-    std::borrow::Cow::Owned(format!(
-        "({left_out} earlier sections left out; all are in .harness/notes/)\n\n{kept}"
-    ))
+/// The most of the notes file read for a prompt: its end, enough for [`PROMPT_CHARS`] characters
+/// of any width (the file itself grows with every attempt).
+const PROMPT_BYTES: u64 = 4 * PROMPT_CHARS as u64 + 4096;
+
+/// The line that ends each section: a section counts once it is written whole. Taken out of
+/// what a prompt carries.
+pub const END: &str = "<!-- end of section -->\n\n";
+
+/// The headings the harness starts its sections with: the worker's attempts, the validator's
+/// rejections. After the last end line, text that starts with one is a section a kill tore.
+const HEADINGS: [&str; 2] = ["## Attempt ", "## Validator verdict"];
+
+/// Whether `tail`, the text after the last end line, is a section torn by a kill (dropped on
+/// reading, cut off before the next append) rather than a hand edit (kept).
+fn is_torn(tail: &[u8]) -> bool {
+    HEADINGS
+        .iter()
+        .any(|heading| tail.starts_with(heading.as_bytes()) || heading.as_bytes().starts_with(tail))
 }
 
-/// Appends `section` to the feature's notes (a whole-file atomic rewrite: never a torn section).
+/// The sections of `text` as a reader sees them, oldest first, their end lines taken out: what
+/// precedes the first end line (a file an older version wrote whole, or nothing), then every
+/// section that is whole, then a hand edit after the last one; not a torn last section. When
+/// `text` is only the end of the file (`from_start` false), its first section, cut, is left out
+/// too; the flag returned says whether anything was.
+fn sections(text: &str, from_start: bool) -> (Vec<&str>, bool) {
+    let mut pieces: Vec<&str> = text.split(END).collect();
+    let tail = pieces.pop().unwrap_or_default();
+    let mut left_out = false;
+    if pieces.is_empty() {
+        // No end line: a file an older version wrote whole (or the end of one).
+        return (vec![tail], !from_start);
+    }
+    if !from_start {
+        pieces.remove(0);
+        left_out = true;
+    }
+    if !is_torn(tail.as_bytes()) {
+        pieces.push(tail);
+    }
+    pieces.retain(|piece| !piece.trim().is_empty());
+    (pieces, left_out)
+}
+
+/// The notes as a prompt carries them from `text` (the file, or its end when `from_start` is
+/// false): the newest whole sections within `budget` characters (at most [`PROMPT_CHARS`]),
+/// oldest first, after a line saying that earlier ones were left out when some were (they stay
+/// in the file).
+pub fn for_prompt(text: &str, from_start: bool, budget: usize) -> String {
+    let (pieces, mut left_out) = sections(text, from_start);
+    let mut kept = Vec::new();
+    let mut room = budget.min(PROMPT_CHARS);
+    for piece in pieces.iter().rev() {
+        let size = piece.chars().count();
+        if size <= room {
+            kept.push(*piece);
+            room -= size;
+            continue;
+        }
+        if kept.is_empty() {
+            // The newest section alone is too long (or an older version's file): its end,
+            // from a heading where there is one, so that no section is cut in the middle.
+            let end = tail_chars(piece, room);
+            kept.push(end.find("\n## ").map_or(end, |at| &end[at + 1..]));
+        }
+        left_out = true;
+        break;
+    }
+    kept.reverse();
+    let notes = kept.concat();
+    if left_out {
+        format!("(earlier sections left out; all are in .harness/notes/)\n\n{notes}")
+    } else {
+        notes
+    }
+}
+
+/// Appends `section` to the feature's notes, in one write, ended by its [`END`] line; a section
+/// a kill tore is cut off first. Not flushed (see the durability policy in DESIGN.md): a power
+/// cut may lose the last sections, a kill never loses a whole one.
 pub fn append(state: &StateDir, feature: &FeatureId, section: &str) -> io::Result<()> {
-    let path = state.notes(feature);
     fs::create_dir_all(&state.notes_dir())?;
-    let mut text = fs::read_optional(&path)?.unwrap_or_default();
-    if !text.is_empty() && !text.ends_with(b"\n") {
-        text.push(b'\n');
-    }
-    text.extend_from_slice(section.as_bytes());
-    write_atomic(&path, &text)
+    let record = format!("{}\n\n{END}", section.trim_end());
+    append::append(
+        &state.notes(feature),
+        record.as_bytes(),
+        END.as_bytes(),
+        |tail| tail.is_none_or(|tail| !is_torn(tail)),
+    )
+    .map(drop)
 }
 
-/// The feature's notes, or `None` when there are none.
+/// The feature's notes as a reader sees them (see [`sections`]), or `None` when there are none.
 pub fn read(state: &StateDir, feature: &FeatureId) -> io::Result<Option<String>> {
-    crate::state::memory::read_layer(&state.notes(feature))
+    Ok(fs::read_optional(&state.notes(feature))?.and_then(|bytes| {
+        let text = clean(&bytes);
+        let notes = sections(&text, true).0.concat();
+        (!notes.trim().is_empty()).then(|| notes.trim().to_string())
+    }))
+}
+
+/// What a prompt carries of the feature's notes within `budget` characters ([`for_prompt`]),
+/// read from the end of the file only; `None` when there are none.
+pub fn read_for_prompt(
+    state: &StateDir,
+    feature: &FeatureId,
+    budget: usize,
+) -> io::Result<Option<String>> {
+    let Some((bytes, from_start)) = fs::read_tail(&state.notes(feature), PROMPT_BYTES)? else {
+        return Ok(None);
+    };
+    let notes = for_prompt(&clean(&bytes), from_start, budget);
+    Ok((!notes.trim().is_empty()).then(|| notes.trim().to_string()))
+}
+
+/// Text read from a notes file: invalid UTF-8 (a mangled hand edit, or a character the read
+/// began in the middle of) shown with replacement characters, NULs and a BOM dropped.
+fn clean(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes).replace('\0', "");
+    text.trim_start_matches('\u{feff}').to_string()
 }
 
 /// Deletes the feature's notes; returns whether there were any.
@@ -277,43 +367,90 @@ mod tests {
 
     #[test]
     fn a_prompt_carries_only_the_newest_whole_sections() {
-        let mut notes = String::new();
-        for attempt in 1..=30 {
-            notes.push_str(&note(attempt, &"x".repeat(2000)));
-        }
-        let short = for_prompt(&notes);
-        assert!(short.chars().count() <= PROMPT_CHARS + 100);
-        assert!(short.contains("## Attempt 30 — worker"));
-        assert!(!short.contains("## Attempt 1 — worker"));
-        let first_kept = short
-            .lines()
-            .find(|l| l.starts_with("## "))
-            .unwrap()
-            .to_string();
-        let kept_from: u32 = first_kept["## Attempt ".len()..]
-            .split(' ')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        assert!(
-            short.starts_with(&format!("({} earlier sections left out", kept_from - 1)),
-            "{short}"
-        );
-        assert_eq!(for_prompt("## Attempt 1\nshort"), "## Attempt 1\nshort");
-    }
-
-    #[test]
-    fn attempts_accumulate_and_cleanup_removes_them() {
         let dir = tempfile::tempdir().unwrap();
         let state = StateDir::new(dir.path());
         let feature = FeatureId::parse("F-001").unwrap();
-        assert_eq!(read(&state, &feature).unwrap(), None);
+        for attempt in 1..=300 {
+            append(&state, &feature, &note(attempt, &"x".repeat(2000))).unwrap();
+        }
+        let short = read_for_prompt(&state, &feature, PROMPT_CHARS)
+            .unwrap()
+            .unwrap();
+        assert!(short.chars().count() <= PROMPT_CHARS + 100);
+        assert!(short.starts_with("(earlier sections left out; all are in .harness/notes/)\n\n"));
+        assert!(short.ends_with(note(300, &"x".repeat(2000)).trim_end()));
+        assert!(!short.contains(END.trim()));
+        let headings: Vec<&str> = short.lines().filter(|l| l.starts_with("## ")).collect();
+        assert_eq!(headings.len(), 5, "{headings:?}");
+        assert!(headings[0].starts_with("## Attempt 296 — worker"));
+        // Whole sections only: each as it was written.
+        for attempt in 296..=300 {
+            assert!(short.contains(note(attempt, &"x".repeat(2000)).trim_end()));
+        }
+        // Short notes are carried whole, and a smaller budget leaves out more.
+        assert_eq!(
+            for_prompt("## Attempt 1\nshort", true, PROMPT_CHARS),
+            "## Attempt 1\nshort"
+        );
+        let two = read_for_prompt(&state, &feature, 5000).unwrap().unwrap();
+        assert_eq!(two.lines().filter(|l| l.starts_with("## ")).count(), 2);
+    }
+
+    #[test]
+    fn a_torn_last_section_is_dropped_on_reading_and_cut_before_the_next_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        let feature = FeatureId::parse("F-001").unwrap();
         append(&state, &feature, &note(1, "first")).unwrap();
-        append(&state, &feature, &note(2, "second")).unwrap();
-        let text = read(&state, &feature).unwrap().unwrap();
-        assert!(text.find("## Attempt 1").unwrap() < text.find("## Attempt 2").unwrap());
-        assert!(remove(&state, &feature).unwrap());
-        assert!(!remove(&state, &feature).unwrap());
+        let whole = std::fs::read(state.notes(&feature)).unwrap();
+        // A kill in the middle of the second append.
+        let torn = note(2, "second, never finished");
+        let mut bytes = whole.clone();
+        bytes.extend_from_slice(&torn.as_bytes()[..40]);
+        std::fs::write(state.notes(&feature), &bytes).unwrap();
+        let read_back = read(&state, &feature).unwrap().unwrap();
+        assert_eq!(read_back, note(1, "first").trim_end());
+        let carried = read_for_prompt(&state, &feature, PROMPT_CHARS)
+            .unwrap()
+            .unwrap();
+        assert_eq!(carried, note(1, "first").trim_end());
+        append(&state, &feature, &note(3, "third")).unwrap();
+        let text = std::fs::read_to_string(state.notes(&feature)).unwrap();
+        assert!(text.starts_with(std::str::from_utf8(&whole).unwrap()));
+        assert!(!text.contains("## Attempt 2"));
+        assert_eq!(
+            read(&state, &feature).unwrap().unwrap(),
+            format!("{}{}", note(1, "first"), note(3, "third").trim_end())
+        );
+    }
+
+    #[test]
+    fn a_hand_edit_after_the_last_section_and_an_older_file_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        let feature = FeatureId::parse("F-001").unwrap();
+        // Written whole by an older version: no end lines.
+        let older = format!("{}{}", note(1, "one"), note(2, "two"));
+        std::fs::create_dir_all(state.notes_dir()).unwrap();
+        std::fs::write(state.notes(&feature), &older).unwrap();
+        assert_eq!(read(&state, &feature).unwrap().unwrap(), older.trim_end());
+        append(&state, &feature, &note(3, "three")).unwrap();
+        let mut text = std::fs::read_to_string(state.notes(&feature)).unwrap();
+        text.push_str("Use the staging database, not prod.");
+        std::fs::write(state.notes(&feature), &text).unwrap();
+        let expected = format!(
+            "{older}{}Use the staging database, not prod.",
+            note(3, "three")
+        );
+        assert_eq!(read(&state, &feature).unwrap().unwrap(), expected);
+        append(&state, &feature, &note(4, "four")).unwrap();
+        assert_eq!(
+            read(&state, &feature).unwrap().unwrap(),
+            format!(
+                "{older}{}Use the staging database, not prod.{}",
+                note(3, "three"),
+                note(4, "four").trim_end()
+            )
+        );
     }
 }

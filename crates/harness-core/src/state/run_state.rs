@@ -1,7 +1,9 @@
 //! The run state of one feature, `runs/<FEATURE>/state.json`: the one place its status lives
-//! (the seed's `runs` table, a file per row), with the record of each attempt and the worktree the
-//! feature works in. Written atomically; re-read by every invocation. Also which features have a
-//! run state ([`load_states`]) and which one a process is running now ([`is_being_run`]).
+//! (the seed's `runs` table, a file per row), with the worktree the feature works in, and the
+//! record of each attempt, most of them in the append-only `attempts.jsonl` beside it (see
+//! `run_state/attempts.rs`). Written atomically and flushed: the commit point of an iteration. Also which
+//! features have a run state ([`load_states`]) and which one a process is running now
+//! ([`is_being_run`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::atomic::write_json;
 use crate::base::error::InputError;
+use crate::base::fs;
 use crate::base::locks;
 use crate::base::time::Timestamp;
 use crate::spec::features::{FeatureId, FeatureList};
@@ -17,6 +20,16 @@ use crate::spec::layout::StateDir;
 use crate::spec::role::Role;
 use crate::state::lifecycle::{GateRecord, PhaseState};
 use crate::state::usage::UsageRecord;
+
+mod attempts;
+
+use attempts::Attempts;
+pub use attempts::{log_beside, Spent, LOG_NAME};
+
+/// How many of its attempts a run state loaded for an invocation holds in memory
+/// ([`RunState::load_recent`]): the guardrails that look across attempts (streaks) see this many
+/// at most, and a worker running thousands of iterations in one process stays the same size.
+pub const RECENT_ATTEMPTS: usize = 256;
 
 /// Where a feature stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -220,9 +233,10 @@ pub struct RunState {
     /// The git worktree the feature works in, when it runs in parallel with others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<Worktree>,
-    /// Every invocation, oldest first.
+    /// Every invocation, oldest first (see [`RunState::attempts`]); state.json holds those not
+    /// in attempts.jsonl yet.
     #[serde(default)]
-    pub attempts: Vec<Attempt>,
+    attempts: Attempts,
     /// The features the planner re-broke this one into (`replan`); set, the feature is superseded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub superseded_by: Vec<FeatureId>,
@@ -250,19 +264,37 @@ impl RunState {
             finished_at: None,
             reason: None,
             worktree: None,
-            attempts: Vec::new(),
+            attempts: Attempts::default(),
             superseded_by: Vec::new(),
             phase: None,
         }
     }
 
-    /// Reads `path`, the run state of `feature`; `Ok(None)` when the feature has never run. A
-    /// state naming another feature (a file copied or moved by hand) is an error, never trusted.
+    /// Reads `path`, the run state of `feature`, with every attempt; `Ok(None)` when the feature
+    /// has never run. A state naming another feature (a file copied or moved by hand) is an
+    /// error, never trusted.
     pub fn load(path: &Path, feature: &FeatureId) -> Result<Option<Self>, InputError> {
-        let Some(state) = crate::spec::config::read_json::<Self>(
+        Self::load_holding(path, feature, usize::MAX)
+    }
+
+    /// [`RunState::load`], holding only the newest [`RECENT_ATTEMPTS`] attempts in memory (the
+    /// older ones are counted, and what they spent added up): what an invocation needs.
+    pub fn load_recent(path: &Path, feature: &FeatureId) -> Result<Option<Self>, InputError> {
+        Self::load_holding(path, feature, RECENT_ATTEMPTS)
+    }
+
+    /// Reads the run state and its attempts log, holding at most `keep` of the log's attempts.
+    /// This is how every reader gets a feature's attempts: the status board, the report, the
+    /// budgets, the guardrails, a resumed run.
+    fn load_holding(
+        path: &Path,
+        feature: &FeatureId,
+        keep: usize,
+    ) -> Result<Option<Self>, InputError> {
+        let Some(mut state) = crate::spec::config::read_json::<Self>(
             path,
             "run state",
-            "fix the JSON by hand, or move the file away to start the feature afresh",
+            "fix the JSON by hand, or move the feature's runs/ directory away to start it afresh",
         )?
         else {
             return Ok(None);
@@ -280,19 +312,54 @@ impl RunState {
                 state.feature_id
             )));
         }
+        state.attempts.read_log(&log_beside(path), keep)?;
         Ok(Some(state))
     }
 
-    /// Writes the state atomically.
-    pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        write_json(path, self)
+    /// From now on, holds only the newest [`RECENT_ATTEMPTS`] attempts in memory once they are
+    /// written (a state made with [`RunState::new`] for an invocation).
+    pub fn hold_recent(&mut self) {
+        self.attempts.hold_at_most(RECENT_ATTEMPTS);
+    }
+
+    /// Writes the state: first the attempts that ended to the log, then state.json atomically
+    /// and flushed (`run_state/attempts.rs` says which attempts it carries).
+    pub fn save(&mut self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir)?;
+        }
+        self.attempts.write_log(&log_beside(path))?;
+        write_json(path, self)?;
+        self.attempts.trim();
+        Ok(())
+    }
+
+    /// The attempts held in memory, oldest first: every attempt, or, when loaded with
+    /// [`RunState::load_recent`], the newest ones.
+    pub fn attempts(&self) -> &[Attempt] {
+        self.attempts.held()
+    }
+
+    /// The attempts not written to the log yet, which may still change.
+    pub fn attempts_mut(&mut self) -> &mut [Attempt] {
+        self.attempts.unwritten_mut()
+    }
+
+    /// How many attempts the feature has had, held in memory or not.
+    pub fn attempt_count(&self) -> u64 {
+        self.attempts.count()
+    }
+
+    /// What all of the feature's attempts spent, held in memory or not.
+    pub fn spent(&self) -> Spent {
+        self.attempts.spent()
     }
 
     /// Marks attempts left `started` by a killed harness as interrupted; returns how many.
     /// Only call this while holding the feature's lock, so no live attempt is touched.
     pub fn recover_interrupted(&mut self, now: Timestamp) -> usize {
         let mut recovered = 0;
-        for attempt in &mut self.attempts {
+        for attempt in self.attempts.unwritten_mut() {
             if attempt.outcome == Outcome::Started {
                 attempt.outcome = Outcome::Interrupted;
                 attempt.ended_at = Some(now);
@@ -367,10 +434,33 @@ impl RunState {
         });
     }
 
-    /// The latest attempt with `run_id` (ids are unique; the newest is searched first).
+    /// The attempt with `run_id` (ids are unique), if it is not written to the log yet: an
+    /// attempt's record changes until it ends, never after.
     pub fn attempt_mut(&mut self, run_id: &str) -> Option<&mut Attempt> {
-        self.attempts.iter_mut().rev().find(|a| a.run_id == run_id)
+        self.attempts
+            .unwritten_mut()
+            .iter_mut()
+            .rev()
+            .find(|a| a.run_id == run_id)
     }
+}
+
+/// The features the run state of `feature` at `path` says it was re-broken into, read from
+/// state.json alone (its attempts are not read); none when it is missing, unreadable or
+/// another feature's.
+pub fn superseded_by(path: &Path, feature: &FeatureId) -> Vec<FeatureId> {
+    #[derive(Deserialize)]
+    struct Head {
+        feature_id: FeatureId,
+        #[serde(default)]
+        superseded_by: Vec<FeatureId>,
+    }
+    fs::read(path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Head>(&bytes).ok())
+        .filter(|head| &head.feature_id == feature)
+        .map(|head| head.superseded_by)
+        .unwrap_or_default()
 }
 
 /// The run state of each feature that has one.
@@ -455,7 +545,7 @@ mod tests {
         let mut state = state();
         state.begin_iteration("r1", at(1));
         assert_eq!(state.recover_interrupted(at(2)), 1);
-        assert_eq!(state.attempts[0].outcome, Outcome::Interrupted);
+        assert_eq!(state.attempts()[0].outcome, Outcome::Interrupted);
         assert_eq!(state.iteration_count, 1);
         assert_eq!(state.status, Status::Pending);
         assert_eq!(state.recover_interrupted(at(3)), 0);
@@ -481,5 +571,179 @@ mod tests {
         let error = RunState::load(&path, &state().feature_id).unwrap_err();
         assert!(error.line.is_some());
         assert!(error.message.contains("unreadable run state"));
+    }
+
+    /// A state of `ended` attempts that ended and one begun, saved at `path` iteration by
+    /// iteration as a worker does (`once`: at the end only).
+    fn saved_state(path: &Path, ended: u32) -> RunState {
+        written_state(path, ended, false)
+    }
+
+    fn written_state(path: &Path, ended: u32, once: bool) -> RunState {
+        let mut state = state();
+        state.max_iterations = 10_000;
+        for n in 1..=ended + 1 {
+            state.begin_iteration(&format!("r{n}"), at(i64::from(n)));
+            if n <= ended {
+                let attempt = state.attempt_mut(&format!("r{n}")).unwrap();
+                attempt.outcome = Outcome::NoPromise;
+                attempt.ended_at = Some(at(i64::from(n) + 1));
+                attempt.tokens = Some(10);
+            }
+            if !once || n == ended + 1 {
+                state.save(path).unwrap();
+            }
+        }
+        state
+    }
+
+    fn run_ids(state: &RunState) -> Vec<String> {
+        state.attempts().iter().map(|a| a.run_id.clone()).collect()
+    }
+
+    fn json_attempts(path: &Path) -> usize {
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        json["attempts"].as_array().unwrap().len()
+    }
+
+    #[test]
+    fn ended_attempts_go_to_the_log_and_state_json_stays_small() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs/F-001/state.json");
+        let state = saved_state(&path, 30);
+        let loaded = RunState::load(&path, &state.feature_id).unwrap().unwrap();
+        assert_eq!(loaded, state);
+        assert_eq!(loaded.attempts().len(), 31);
+        assert_eq!(loaded.attempts()[30].outcome, Outcome::Started);
+        // state.json carries the attempt begun and at most a few the log has not flushed yet.
+        assert!(json_attempts(&path) <= 1 + 8, "{}", json_attempts(&path));
+        let log = std::fs::read_to_string(log_beside(&path)).unwrap();
+        assert!(log.lines().count() >= 30 - 8);
+        assert!(log.lines().all(|line| line.contains("\"no_promise\"")));
+    }
+
+    #[test]
+    fn a_state_json_of_an_older_version_loads_whole_and_moves_to_the_log_on_its_first_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs/F-001/state.json");
+        let mut older = saved_state(&path, 12);
+        // What an older version wrote: every attempt in state.json, no log.
+        std::fs::remove_file(log_beside(&path)).unwrap();
+        let mut json = serde_json::to_value(&older).unwrap();
+        json["attempts"] = serde_json::to_value(older.attempts()).unwrap();
+        std::fs::write(&path, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
+        let mut loaded = RunState::load(&path, &older.feature_id).unwrap().unwrap();
+        assert_eq!(run_ids(&loaded), run_ids(&older));
+        loaded.save(&path).unwrap();
+        assert_eq!(json_attempts(&path), 1);
+        assert_eq!(
+            std::fs::read_to_string(log_beside(&path))
+                .unwrap()
+                .lines()
+                .count(),
+            12
+        );
+        let again = RunState::load(&path, &older.feature_id).unwrap().unwrap();
+        older.attempts.trim();
+        assert_eq!(run_ids(&again), run_ids(&older));
+        assert_eq!(again.spent().tokens, Some(120));
+    }
+
+    #[test]
+    fn an_attempt_in_both_the_log_and_state_json_counts_once_as_the_log_has_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs/F-001/state.json");
+        let mut state = saved_state(&path, 2);
+        let begun = std::fs::read(&path).unwrap();
+        // The third attempt ends and reaches the log; a kill comes before state.json is written.
+        let attempt = state.attempt_mut("r3").unwrap();
+        attempt.outcome = Outcome::Crashed;
+        attempt.ended_at = Some(at(9));
+        state.save(&path).unwrap();
+        std::fs::write(&path, begun).unwrap();
+        let mut loaded = RunState::load(&path, &state.feature_id).unwrap().unwrap();
+        assert_eq!(run_ids(&loaded), ["r1", "r2", "r3"]);
+        assert_eq!(loaded.attempts()[2].outcome, Outcome::Crashed);
+        assert_eq!(loaded.recover_interrupted(at(10)), 0);
+        // Written again, the log does not get it twice.
+        loaded.begin_iteration("r4", at(11));
+        loaded.save(&path).unwrap();
+        let again = RunState::load(&path, &state.feature_id).unwrap().unwrap();
+        assert_eq!(run_ids(&again), ["r1", "r2", "r3", "r4"]);
+    }
+
+    #[test]
+    fn a_torn_last_line_of_the_log_is_dropped_and_the_next_record_starts_on_a_new_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs/F-001/state.json");
+        let state = saved_state(&path, 20);
+        let log = log_beside(&path);
+        let whole = std::fs::read(&log).unwrap();
+        let mut torn = whole.clone();
+        torn.extend_from_slice(b"{\"run_id\":\"r99\",\"role\":\"wor");
+        std::fs::write(&log, &torn).unwrap();
+        let mut loaded = RunState::load(&path, &state.feature_id).unwrap().unwrap();
+        assert_eq!(run_ids(&loaded), run_ids(&state));
+        loaded.recover_interrupted(at(50));
+        loaded.save(&path).unwrap();
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.starts_with(std::str::from_utf8(&whole).unwrap()));
+        assert!(!text.contains("r99"));
+        assert!(text.ends_with("\n"));
+        let again = RunState::load(&path, &state.feature_id).unwrap().unwrap();
+        assert_eq!(again.attempts().len(), 21);
+        assert_eq!(again.attempts()[20].outcome, Outcome::Interrupted);
+    }
+
+    #[test]
+    fn a_line_of_the_log_that_is_no_attempt_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs/F-001/state.json");
+        let state = saved_state(&path, 20);
+        let log = log_beside(&path);
+        let mut text = std::fs::read_to_string(&log).unwrap();
+        text.insert_str(0, "my own note\n");
+        std::fs::write(&log, text).unwrap();
+        let error = RunState::load(&path, &state.feature_id).unwrap_err();
+        assert_eq!(error.line, Some(1));
+        assert!(
+            error.message.contains("unreadable attempt record"),
+            "{error}"
+        );
+        assert!(error.to_string().contains("attempts.jsonl"), "{error}");
+    }
+
+    #[test]
+    fn a_recent_load_holds_the_newest_attempts_and_counts_them_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs/F-001/state.json");
+        let all = RECENT_ATTEMPTS as u32 + 100;
+        let state = written_state(&path, all, true);
+        let recent = RunState::load_recent(&path, &state.feature_id)
+            .unwrap()
+            .unwrap();
+        // The newest of the log, and those only state.json holds.
+        let held = recent.attempts().len();
+        assert!(
+            (RECENT_ATTEMPTS..=RECENT_ATTEMPTS + 9).contains(&held),
+            "{held}"
+        );
+        assert_eq!(recent.attempt_count(), u64::from(all) + 1);
+        assert_eq!(recent.spent(), state.spent());
+        assert_eq!(recent.spent().tokens, Some(u64::from(all) * 10));
+        assert_eq!(recent.attempts().last(), state.attempts().last());
+        // A worker that keeps its state holds no more as it goes on.
+        let mut kept = recent;
+        kept.recover_interrupted(at(0));
+        for n in all + 2..all + 40 {
+            kept.begin_iteration(&format!("r{n}"), at(i64::from(n)));
+            let attempt = kept.attempt_mut(&format!("r{n}")).unwrap();
+            attempt.outcome = Outcome::NoPromise;
+            kept.save(&path).unwrap();
+        }
+        assert!(kept.attempts().len() <= RECENT_ATTEMPTS + 8 + 1);
+        let whole = RunState::load(&path, &state.feature_id).unwrap().unwrap();
+        assert_eq!(whole.attempts().len() as u64, kept.attempt_count());
     }
 }

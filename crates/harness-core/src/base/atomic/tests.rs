@@ -102,7 +102,7 @@ fn a_replacement_of_an_unchanged_file_is_done_and_of_a_changed_one_left_alone() 
 fn ready_to_swap(dir: &Dir, old: &[u8], new: &[u8]) -> (Watch, Watch) {
     let path = dir.path().join("summary.md");
     fs::write(&path, old).unwrap();
-    write_temp(dir, OsStr::new(".swap"), new).unwrap();
+    write_temp(dir, OsStr::new(".swap"), new, Flush::Yes).unwrap();
     let new = Watch::open(dir, OsStr::new(".swap")).unwrap();
     let old = Watch::open(dir, OsStr::new("summary.md")).unwrap();
     assert!(old.leased && new.leased, "leases are granted here");

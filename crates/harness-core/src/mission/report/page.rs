@@ -97,7 +97,7 @@ fn render_mission(html: &mut String, inputs: &Inputs, board: &status::Board) {
     let attempts: Vec<&Attempt> = inputs
         .states
         .values()
-        .flat_map(|state| &state.attempts)
+        .flat_map(|state| state.attempts())
         .collect();
     let first = attempts.iter().map(|a| a.started_at).min();
     let last = attempts

@@ -22,7 +22,7 @@ fn attempt(
     }
     let run_id = format!("{}-{role}-{}", 1_777_000_000 + start, state.feature_id);
     state.begin_attempt(&run_id, role, at(start));
-    let attempt = state.attempts.last_mut().unwrap();
+    let attempt = state.attempts_mut().last_mut().unwrap();
     attempt.ended_at = end.map(at);
     attempt.outcome = outcome;
     if let Some((tokens, cost)) = usage {
@@ -222,7 +222,7 @@ fn every_attempt_has_a_mark_and_links_to_its_prompt_and_output() {
     inputs.link_base = "../.harness/".into();
     let html = render(&inputs);
     for state in inputs.states.values() {
-        for attempt in &state.attempts {
+        for attempt in state.attempts() {
             let dir = format!("../.harness/runs/{}/{}/", state.feature_id, attempt.run_id);
             assert!(html.contains(&format!("href=\"{dir}prompt.md\"")), "{dir}");
             assert!(html.contains(&format!("href=\"{dir}output.log\"")), "{dir}");
@@ -380,7 +380,7 @@ fn a_feature_with_phases_shows_its_phase_and_each_attempts() {
         started_after_iteration: 0,
         base_tree: None,
     });
-    state.attempts[0].phase = Some("research".into());
+    state.attempts_mut()[0].phase = Some("research".into());
     let html = render(&inputs);
     assert!(
         html.contains("<span class=\"rk\">Phase</span> research (2 of 4)"),

@@ -236,7 +236,7 @@ fn render_legend(html: &mut String, inputs: &Inputs) {
     let present: BTreeSet<&str> = inputs
         .states
         .values()
-        .flat_map(|state| &state.attempts)
+        .flat_map(|state| state.attempts())
         .map(|attempt| outcome_key(attempt.outcome).0)
         .chain(inputs.plans.iter().map(|plan| outcome_key(plan.outcome).0))
         .collect();
@@ -261,7 +261,7 @@ fn render_legend(html: &mut String, inputs: &Inputs) {
         || inputs
             .states
             .values()
-            .flat_map(|state| &state.attempts)
+            .flat_map(|state| state.attempts())
             .any(|attempt| attempt.role == Role::Planner);
     for (role, shape) in [
         (Role::Worker, "square"),
@@ -313,7 +313,7 @@ fn render_feature(html: &mut String, inputs: &Inputs, row: &FeatureRow, longest:
     let running = id.as_ref().is_some_and(|id| inputs.running.contains(id));
     let marks: Vec<Mark> = match (state, &id) {
         (Some(state), Some(id)) => state
-            .attempts
+            .attempts()
             .iter()
             .map(|attempt| Mark::of_attempt(attempt, id, state.max_iterations, running, inputs))
             .collect(),
