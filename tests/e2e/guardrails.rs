@@ -2,6 +2,8 @@
 //! lingering after the final answer, grandchildren, the context handoff, budgets, stalls, rate
 //! limits, secrets; and `explain`.
 
+use std::path::Path;
+
 use harness_tests::{code, processes_matching, text, Project};
 
 const ONE_FEATURE: &str = "features:\n  - id: F-001\n    title: Hello\n";
@@ -231,6 +233,57 @@ fn iterations_that_change_nothing_stop_as_stalled() {
     assert!(project
         .read_state("notes/F-001.md")
         .contains("Stalled: F-001 stalled"));
+}
+
+/// A `git` on the PATH before the real one that logs each command line to `log`.
+fn logging_git(project: &Project, log: &Path) -> std::ffi::OsString {
+    let real = std::process::Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .unwrap();
+    let real = text(&real.stdout).trim().to_string();
+    let dir = project.root().join("logging-git");
+    std::fs::create_dir_all(&dir).unwrap();
+    harness_tests::write_executable(
+        &dir.join("git"),
+        &format!(
+            "#!/bin/sh\necho \"$*\" >>{:?}\nexec {real:?} \"$@\"\n",
+            log.display().to_string()
+        ),
+    );
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(dir).chain(std::env::split_paths(&path))).unwrap()
+}
+
+#[test]
+fn iterations_that_change_nothing_ask_git_once_not_every_time() {
+    let project = Project::new(ONE_FEATURE, "steps:\n  - [print: 'thinking about it']\n");
+    project.config("", "stall_iterations: 8\nmax_iterations: 20\n");
+    let log = project.root().join("git.log");
+    let path = logging_git(&project, &log);
+    // Files written in the last instant could change again unseen in the same tick of the
+    // clock: the harness asks git again until they are older than that. Here they are.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = project
+        .command(&["F-001"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    let state = project.state("F-001");
+    assert_eq!(state["iteration_count"], 8);
+    assert!(state["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("stalled: 8 iterations in a row"));
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    let statuses = calls.lines().filter(|l| l.contains(" status ")).count();
+    // Before the first iteration, and once more when the harness's own ignored files first
+    // appear (notes/): never once per iteration.
+    assert!(
+        (1..=2).contains(&statuses),
+        "{statuses} git status for 8 iterations:\n{calls}"
+    );
 }
 
 #[test]

@@ -1000,7 +1000,8 @@ fn iterate(
         .unwrap_or_else(|| git::observe(&place.workdir));
     let markers = [completion_tag(&attempt.promise)];
     let run = session.run(&attempt, &prompt, &markers, &ready.budget)?;
-    let after = git::observe(&place.workdir);
+    // Without starting git when nothing it sees changed since it was last asked.
+    let after = git::look_again(&place.workdir, &before);
     let seen = Seen::of(&run, &place.workdir, &before, &after);
 
     // Decide, then transition.

@@ -2,13 +2,18 @@
 //! the plumbing of worktrees and merges (see `mission::worktree`), sound after a kill at any
 //! step: lock files git left ([`stale`]), worktrees ([`worktrees`]), merges ([`merge`]).
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 
 pub mod merge;
 pub mod snapshot;
 pub mod stale;
+pub mod stat_walk;
 pub mod worktrees;
+
+use stat_walk::{Layout, Snapshot};
 
 /// The working directory's HEAD before an attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,20 +127,32 @@ pub fn head(workdir: &Path) -> Head {
 
 /// What an attempt's bookkeeping needs to know of the working tree: HEAD, and a fingerprint
 /// such that two equal fingerprints mean nothing changed (`None` without a repository).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Tree {
     /// HEAD.
     pub head: Head,
     /// HEAD, the status of every changed path, the content of changed tracked files, and the
     /// size and time of untracked ones, hashed; `None` without a repository.
     pub fingerprint: Option<u64>,
+    /// What git's answer depended on, as it was just before git was asked: found unchanged
+    /// later, it proves the answer would be the same (see [`look_again`]).
+    snapshot: Option<Arc<Snapshot>>,
 }
+
+impl PartialEq for Tree {
+    fn eq(&self, other: &Self) -> bool {
+        self.head == other.head && self.fingerprint == other.fingerprint
+    }
+}
+
+impl Eq for Tree {}
 
 impl Tree {
     /// Not a repository (or git is not installed).
     pub const NOT_A_REPO: Tree = Tree {
         head: Head::NotARepo,
         fingerprint: None,
+        snapshot: None,
     };
 }
 
@@ -154,14 +171,36 @@ fn may_be_a_repo(workdir: &Path) -> bool {
         .any(|dir| dir.join(".git").symlink_metadata().is_ok())
 }
 
-/// Looks at the working tree with a single `git status` (it runs before and after every
-/// attempt, so it is one process, not one per question): HEAD from its branch header, the
+/// Looks at the working tree with a single `git status`: HEAD from its branch header, the
 /// changed paths from its entries.
 pub fn observe(workdir: &Path) -> Tree {
-    use std::hash::{Hash, Hasher};
+    observe_after(workdir, None)
+}
+
+/// Looks at the working tree again, `previous` being how it was last seen: when a walk of what
+/// git's answer depends on finds nothing changed since (see [`stat_walk`]), `previous` itself,
+/// without starting git; else [`observe`].
+pub fn look_again(workdir: &Path, previous: &Tree) -> Tree {
+    match &previous.snapshot {
+        Some(snapshot) => {
+            let now = snapshot.retake();
+            if snapshot.unchanged_in(&now) {
+                return previous.clone();
+            }
+            observe_after(workdir, Some(now))
+        }
+        None => observe(workdir),
+    }
+}
+
+/// [`observe`], `walked` (if given) being a snapshot taken just before: the snapshot of the
+/// answer (otherwise one is taken, where one can be).
+fn observe_after(workdir: &Path, walked: Option<Snapshot>) -> Tree {
     if !may_be_a_repo(workdir) {
         return Tree::NOT_A_REPO;
     }
+    let walked = walked
+        .or_else(|| Layout::find(workdir).map(|layout| Snapshot::take(&layout, Arc::default())));
     let Some((true, status)) = git_bytes(
         workdir,
         &[
@@ -172,25 +211,51 @@ pub fn observe(workdir: &Path) -> Tree {
             "--porcelain=v2",
             "--branch",
             "--untracked-files=all",
+            // The ignored paths too (a directory as a whole): what a snapshot may skip.
+            "--ignored=matching",
             "-z",
         ],
     ) else {
         return Tree::NOT_A_REPO;
     };
     // Paths in the output are relative to the top of the repository.
-    let top = if workdir.join(".git").exists() {
-        workdir.to_path_buf()
-    } else {
-        match git(workdir, &["rev-parse", "--show-toplevel"]) {
-            Some((true, top)) if !top.is_empty() => top.into(),
-            _ => workdir.to_path_buf(),
-        }
+    let top = match &walked {
+        Some(walked) => walked.top().to_path_buf(),
+        None => top_of(workdir),
     };
+    let (head, fingerprint, ignored) = read_status(&status, &top);
+    Tree {
+        head,
+        fingerprint: Some(fingerprint),
+        snapshot: walked.map(|walked| Arc::new(walked.with_ignored(ignored))),
+    }
+}
+
+/// The top of the working tree `workdir` is in.
+fn top_of(workdir: &Path) -> PathBuf {
+    if workdir.join(".git").exists() {
+        return workdir.to_path_buf();
+    }
+    match git(workdir, &["rev-parse", "--show-toplevel"]) {
+        Some((true, top)) if !top.is_empty() => top.into(),
+        _ => workdir.to_path_buf(),
+    }
+}
+
+/// HEAD, the fingerprint and the ignored paths (without a final `/`) of `git status
+/// --porcelain=v2 --branch -z` output, paths relative to `top`.
+fn read_status(status: &[u8], top: &Path) -> (Head, u64, HashSet<Vec<u8>>) {
+    use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    status.hash(&mut hasher);
     let mut head = Head::Unborn;
+    let mut ignored = HashSet::new();
     let mut records = status.split(|&b| b == 0);
     while let Some(record) = records.next() {
+        if let Some(path) = record.strip_prefix(b"! ") {
+            ignored.insert(path.strip_suffix(b"/").unwrap_or(path).to_vec());
+            continue;
+        }
+        record.hash(&mut hasher);
         let text = String::from_utf8_lossy(record);
         if let Some(oid) = text.strip_prefix("# branch.oid ") {
             if oid != "(initial)" {
@@ -208,7 +273,9 @@ pub fn observe(workdir: &Path) -> Tree {
             let path = match record.first() {
                 Some(b'1') => text.splitn(9, ' ').nth(8),
                 Some(b'2') => {
-                    records.next();
+                    if let Some(old) = records.next() {
+                        old.hash(&mut hasher);
+                    }
                     text.splitn(10, ' ').nth(9)
                 }
                 Some(b'u') => text.splitn(11, ' ').nth(10),
@@ -219,10 +286,7 @@ pub fn observe(workdir: &Path) -> Tree {
             }
         }
     }
-    Tree {
-        head,
-        fingerprint: Some(hasher.finish()),
-    }
+    (head, hasher.finish(), ignored)
 }
 
 /// Feeds a file's bytes (or why it cannot be read) to `hasher`, in bounded memory.
@@ -383,5 +447,140 @@ mod tests {
         let three = observe(root).head;
         assert_eq!(new_commits_between(root, &one, &three), Some(2));
         assert_eq!(new_commits_between(root, &three, &three), Some(0));
+    }
+
+    /// The tree seen once every file is old enough for a snapshot to vouch for it.
+    fn settled(root: &Path) -> Tree {
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        let tree = observe(root);
+        assert!(
+            tree.snapshot.is_some(),
+            "no snapshot of {}: a file system or configuration this module does not trust",
+            root.display()
+        );
+        tree
+    }
+
+    /// Whether `now` came from git rather than from `before`'s snapshot.
+    fn asked_git(before: &Tree, now: &Tree) -> bool {
+        match (&before.snapshot, &now.snapshot) {
+            (Some(before), Some(now)) => !Arc::ptr_eq(before, now),
+            _ => true,
+        }
+    }
+
+    /// A repository with two tracked files, an ignored directory and an ignored kind of file.
+    fn project() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        run(root, &["init", "-q"]);
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(root.join("target")).unwrap();
+        std::fs::write(root.join(".gitignore"), "target/\n*.o\n").unwrap();
+        std::fs::write(root.join("sub/a.txt"), "one\n").unwrap();
+        std::fs::write(root.join("b.txt"), "two\n").unwrap();
+        std::fs::write(root.join("target/build.log"), "x").unwrap();
+        run(root, &["add", "-A"]);
+        run(root, &["commit", "-q", "-m", "one"]);
+        dir
+    }
+
+    #[test]
+    fn looking_again_asks_git_only_when_a_file_it_sees_changed() {
+        let dir = project();
+        let root = dir.path();
+        let clean = settled(root);
+        let again = look_again(root, &clean);
+        assert!(!asked_git(&clean, &again));
+        assert_eq!(again, clean);
+        // What git ignores changes: no need to ask it.
+        std::fs::write(root.join("target/build.log"), "more").unwrap();
+        std::fs::write(root.join("target/new.log"), "x").unwrap();
+        let again = look_again(root, &clean);
+        assert!(!asked_git(&clean, &again));
+        // A new file git will turn out to ignore: asked, and nothing changed for git.
+        std::fs::write(root.join("sub/main.o"), "x").unwrap();
+        let asked = look_again(root, &clean);
+        assert!(asked_git(&clean, &asked));
+        assert_eq!(asked, clean);
+        // From then on it is skipped like the rest.
+        let settled_again = settled(root);
+        std::fs::write(root.join("sub/main.o"), "xy").unwrap();
+        assert!(!asked_git(
+            &settled_again,
+            &look_again(root, &settled_again)
+        ));
+    }
+
+    #[test]
+    fn looking_again_sees_every_kind_of_change() {
+        let dir = project();
+        let root = dir.path();
+        let changes: [(&str, &dyn Fn()); 10] = [
+            ("a tracked file rewritten at once, same size", &|| {
+                std::fs::write(root.join("sub/a.txt"), "two\n").unwrap()
+            }),
+            ("a tracked file rewritten, its mtime put back", &|| {
+                let before = std::fs::metadata(root.join("b.txt"))
+                    .unwrap()
+                    .modified()
+                    .unwrap();
+                std::fs::write(root.join("b.txt"), "owt\n").unwrap();
+                std::fs::File::options()
+                    .write(true)
+                    .open(root.join("b.txt"))
+                    .unwrap()
+                    .set_modified(before)
+                    .unwrap();
+            }),
+            ("an untracked file added", &|| {
+                std::fs::write(root.join("sub/new.txt"), "x").unwrap()
+            }),
+            ("a file added to an empty directory", &|| {
+                std::fs::write(root.join("empty/new.txt"), "x").unwrap()
+            }),
+            ("a file deleted", &|| {
+                std::fs::remove_file(root.join("b.txt")).unwrap()
+            }),
+            ("a change staged", &|| run(root, &["add", "-A"])),
+            ("a commit made", &|| {
+                run(root, &["commit", "-q", "-m", "two"])
+            }),
+            ("a branch switched to", &|| {
+                run(root, &["checkout", "-q", "-b", "other"])
+            }),
+            (
+                "an ignored directory replaced by a file, which git does not ignore",
+                &|| {
+                    std::fs::remove_dir_all(root.join("target")).unwrap();
+                    std::fs::write(root.join("target"), "x").unwrap();
+                },
+            ),
+            ("the ignore rules changed", &|| {
+                std::fs::write(root.join(".gitignore"), "*.o\n").unwrap()
+            }),
+        ];
+        std::fs::create_dir_all(root.join("empty")).unwrap();
+        for (what, change) in changes {
+            let before = settled(root);
+            change();
+            let after = look_again(root, &before);
+            assert!(asked_git(&before, &after), "{what}: git was not asked");
+            assert_ne!(after, before, "{what}: not seen");
+            assert_eq!(after, observe(root), "{what}");
+        }
+    }
+
+    #[test]
+    fn a_file_changed_just_before_the_snapshot_makes_the_next_look_ask_git() {
+        let dir = project();
+        let root = dir.path();
+        std::fs::write(root.join("sub/a.txt"), "two\n").unwrap();
+        // Taken at once: a.txt changed in the same instant, so a change made now, in the same
+        // tick of the clock, might not show.
+        let racy = observe(root);
+        let again = look_again(root, &racy);
+        assert!(asked_git(&racy, &again));
+        assert_eq!(again, racy);
     }
 }
