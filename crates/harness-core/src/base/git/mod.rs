@@ -572,6 +572,26 @@ mod tests {
     }
 
     #[test]
+    fn a_ref_moved_in_a_reftable_repository_is_seen() {
+        // With the reftable backend (git 2.45 on), refs live in .git/reftable/, not in refs/:
+        // moving the branch back leaves HEAD, the index and the tree as they were.
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        run(root, &["init", "-q", "--ref-format=reftable"]);
+        std::fs::write(root.join("a.txt"), "one\n").unwrap();
+        run(root, &["add", "-A"]);
+        run(root, &["commit", "-q", "-m", "one"]);
+        std::fs::write(root.join("a.txt"), "two\n").unwrap();
+        run(root, &["commit", "-q", "-am", "two"]);
+        let before = settled(root);
+        run(root, &["update-ref", "HEAD", "HEAD~1"]);
+        let after = look_again(root, &before);
+        assert!(asked_git(&before, &after), "git was not asked");
+        assert_ne!(after, before);
+        assert_eq!(after, observe(root));
+    }
+
+    #[test]
     fn a_file_changed_just_before_the_snapshot_makes_the_next_look_ask_git() {
         let dir = project();
         let root = dir.path();

@@ -80,7 +80,7 @@ pub struct Layout {
     /// Files outside the tree whose changes change what git says: HEAD, the index, packed refs,
     /// the repository's and the user's configuration, ignore and attribute files.
     files: Vec<PathBuf>,
-    /// Directories of refs, walked whole.
+    /// Directories of refs (loose or in reftables), walked whole.
     refs: Vec<PathBuf>,
 }
 
@@ -120,7 +120,9 @@ impl Layout {
         if files.iter().any(|file| mentions_config_words(file)) {
             return None;
         }
-        let mut refs = vec![common.join("refs")];
+        // Loose refs, and the reftable backend's tables (git 2.45 on), where a ref moves
+        // without touching refs/.
+        let mut refs = vec![common.join("refs"), common.join("reftable")];
         if git_dir != common {
             refs.push(git_dir.join("refs"));
         }
