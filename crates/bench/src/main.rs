@@ -6,12 +6,14 @@
 
 mod curator_scaling;
 mod entries;
+mod long_run;
 mod machine;
 mod overhead;
 mod parallel;
 mod project;
 mod prompt_size;
 mod stats;
+mod syscalls;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,6 +46,18 @@ struct Cli {
     /// Iterations of each overhead run.
     #[arg(long, default_value_t = 200)]
     iterations: u32,
+
+    /// Iterations of the long overhead run (its last 100 against its first 100).
+    #[arg(long, default_value_t = 10_000)]
+    long_iterations: u32,
+
+    /// Repetitions of the long overhead run.
+    #[arg(long, default_value_t = 3)]
+    long_runs: usize,
+
+    /// A directory on a tmpfs, where the small state is measured again with no disk under it.
+    #[arg(long, default_value = "/dev/shm")]
+    tmpfs: PathBuf,
 
     /// The largest log the curator benchmark curates (entries); the sizes are the powers of ten
     /// from 1,000 up to it.
@@ -100,6 +114,72 @@ fn main() -> ExitCode {
     }
 }
 
+/// Benchmark 4: the overhead per iteration at several states, over 10,000 iterations, and
+/// counted in system calls.
+fn overhead_section(cli: &Cli, harness: &Harness) -> anyhow::Result<String> {
+    let options = if cli.quick {
+        overhead::Options {
+            iterations: 20,
+            runs: 2,
+            history_attempts: 5,
+            features: 100,
+            archived: 1_000,
+            raw: 100,
+            tmpfs: tmpfs(&cli.tmpfs),
+        }
+    } else {
+        overhead::Options {
+            iterations: cli.iterations,
+            runs: cli.runs,
+            history_attempts: 50,
+            features: 1_000,
+            archived: 100_000,
+            raw: 10_000,
+            tmpfs: tmpfs(&cli.tmpfs),
+        }
+    };
+    let long = if cli.quick {
+        long_run::Options {
+            iterations: 300,
+            runs: 1,
+            window: 100,
+        }
+    } else {
+        long_run::Options {
+            iterations: cli.long_iterations,
+            runs: cli.long_runs,
+            window: 100,
+        }
+    };
+    let (few, more) = if cli.quick { (5, 20) } else { (10, 100) };
+    Ok(format!(
+            "{}\n### Flat to the end: iterations 1–100 against the last 100\n\n{}\n### What an iteration asks of the kernel\n\n{}",
+            overhead::run(harness, &options)?,
+            long_run::run(harness, &long)?,
+            syscalls::run(harness, few, more)?
+        ))
+}
+
+/// `dir` if it is on a tmpfs (else the tmpfs case is left out, saying so on stderr).
+fn tmpfs(dir: &std::path::Path) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut stat = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: a NUL-terminated path and a buffer statfs fills.
+    let found = unsafe { libc::statfs(path.as_ptr(), stat.as_mut_ptr()) } == 0;
+    // SAFETY: filled by the successful call; f_type is not i64 on every platform.
+    #[allow(clippy::unnecessary_cast)]
+    let on_tmpfs = found && unsafe { stat.assume_init() }.f_type as i64 == TMPFS_MAGIC;
+    if !on_tmpfs {
+        eprintln!(
+            "overhead: {} is not a tmpfs: the tmpfs case is left out",
+            dir.display()
+        );
+    }
+    on_tmpfs.then(|| dir.to_path_buf())
+}
+
 fn run(cli: &Cli) -> anyhow::Result<()> {
     if let Some(path) = &cli.write_raw {
         let text = entries::raw_text(&mut entries::EntryMaker::new(6), cli.entries);
@@ -134,31 +214,10 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     );
     for benchmark in &cli.only {
         let section = match benchmark {
-            Benchmark::Overhead => {
-                let options = if cli.quick {
-                    overhead::Options {
-                        iterations: 20,
-                        runs: 2,
-                        history_attempts: 5,
-                        features: 100,
-                        archived: 1_000,
-                        raw: 100,
-                    }
-                } else {
-                    overhead::Options {
-                        iterations: cli.iterations,
-                        runs: cli.runs,
-                        history_attempts: 50,
-                        features: 1_000,
-                        archived: 100_000,
-                        raw: 10_000,
-                    }
-                };
-                (
-                    "4. Harness overhead per iteration",
-                    overhead::run(&harness, &options)?,
-                )
-            }
+            Benchmark::Overhead => (
+                "4. Harness overhead per iteration",
+                overhead_section(cli, &harness)?,
+            ),
             Benchmark::Prompt => {
                 let checkpoints: &[u32] = if cli.quick {
                     &[1, 10, 30]

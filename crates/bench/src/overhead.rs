@@ -15,12 +15,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
+use harness_core::state::run_state::{Attempt, RunState};
+
 use crate::entries::{raw_text, EntryMaker};
 use crate::project::{children_cpu, copy_tree, run_expecting, time_quietly, Harness, Project};
 use crate::stats::{bytes, count, median, median_secs, ms, range, secs};
 
 /// The agent of the measured runs: it reads its prompt and prints one line.
-const QUIET_AGENT: &str = r#"#!/bin/sh
+pub const QUIET_AGENT: &str = r#"#!/bin/sh
 # Reads its prompt and prints one line: the cheapest agent there is.
 cat >/dev/null
 echo "working on ${HARNESS_FEATURE_ID:-?}, iteration ${HARNESS_ITERATION:-?}"
@@ -38,7 +40,7 @@ done
 "#;
 
 /// The bare loop: the least any harness can cost.
-const BARE_LOOP: &str = r#"#!/usr/bin/env bash
+pub const BARE_LOOP: &str = r#"#!/usr/bin/env bash
 # The least any harness can cost: the same agent, once per prompt, in a plain loop.
 set -uo pipefail
 agent=$1
@@ -63,6 +65,9 @@ pub struct Options {
     pub archived: usize,
     /// Entries in the large state's raw.md (not curated yet).
     pub raw: usize,
+    /// A directory on a tmpfs, for the same small state with no disk under it (none: not
+    /// measured).
+    pub tmpfs: Option<PathBuf>,
 }
 
 /// One state measured.
@@ -75,6 +80,8 @@ struct Case {
     before: u32,
     /// Extra config.yaml lines.
     config: &'static str,
+    /// Where its projects go, when not in the usual scratch directory (a tmpfs).
+    scratch: Option<PathBuf>,
 }
 
 /// A mission budget: the worker then adds up what every feature's run state spent, before
@@ -98,13 +105,14 @@ pub fn run(harness: &Harness, options: &Options) -> anyhow::Result<String> {
     eprintln!("overhead: preparing the small and the large state");
     let large = large_state(harness, options)?;
     let with_budgets = with_other_run_states(harness, &large, options)?;
-    let cases = [
+    let mut cases = vec![
         Case {
             name: "small state, git repository",
             template: small_state(harness, true, options)?,
             git: true,
             before: 0,
             config: "",
+            scratch: None,
         },
         Case {
             name: "large state, git repository",
@@ -112,6 +120,7 @@ pub fn run(harness: &Harness, options: &Options) -> anyhow::Result<String> {
             git: true,
             before: options.history_attempts,
             config: "",
+            scratch: None,
         },
         Case {
             name: "large state + a mission budget, every feature with a run state",
@@ -119,6 +128,7 @@ pub fn run(harness: &Harness, options: &Options) -> anyhow::Result<String> {
             git: true,
             before: options.history_attempts,
             config: BUDGETS,
+            scratch: None,
         },
         Case {
             name: "small state, no git",
@@ -126,8 +136,19 @@ pub fn run(harness: &Harness, options: &Options) -> anyhow::Result<String> {
             git: false,
             before: 0,
             config: "",
+            scratch: None,
         },
     ];
+    if let Some(tmpfs) = &options.tmpfs {
+        cases.push(Case {
+            name: "small state, git repository, on a tmpfs",
+            template: small_state(harness, true, options)?,
+            git: true,
+            before: 0,
+            config: "",
+            scratch: Some(tmpfs.clone()),
+        });
+    }
     // Round robin over the cases, so that a change in the machine's load touches them all alike.
     let mut rows: Vec<(&Case, Vec<Sample>)> = cases.iter().map(|c| (c, Vec::new())).collect();
     for run in 1..=options.runs {
@@ -208,6 +229,13 @@ fn table_row(name: &str, samples: &[Sample], n: f64) -> String {
 
 /// One run of the harness and one of the bare loop on a fresh copy of the case's state.
 fn measure(harness: &Harness, case: &Case, iterations: u32) -> anyhow::Result<Sample> {
+    let harness = &Harness {
+        scratch: case
+            .scratch
+            .clone()
+            .unwrap_or_else(|| harness.scratch.clone()),
+        ..harness.clone()
+    };
     let project = Project::new(harness, case.git)?;
     std::fs::remove_dir_all(project.state_dir())?;
     copy_tree(&case.template.state_dir(), &project.state_dir())?;
@@ -226,8 +254,8 @@ fn measure(harness: &Harness, case: &Case, iterations: u32) -> anyhow::Result<Sa
     let harness_time = run_expecting(&mut command, &[2])?;
     let cpu_between = children_cpu();
     let state = project.run_state("F-001")?;
-    let done = state["iteration_count"].as_u64().unwrap_or(0);
-    if done != u64::from(case.before + iterations) {
+    let done = state.iteration_count;
+    if done != case.before + iterations {
         bail!(
             "{}: the feature ran {done} iterations, not {}",
             case.name,
@@ -261,19 +289,22 @@ fn measure(harness: &Harness, case: &Case, iterations: u32) -> anyhow::Result<Sa
 /// The prompt.md of the last `count` attempts.
 fn prompts_of_last(
     project: &Project,
-    state: &serde_json::Value,
+    state: &RunState,
     count: usize,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    let attempts = state["attempts"]
-        .as_array()
-        .context("state.json has no attempts")?;
-    let prompts: Vec<PathBuf> = attempts[attempts.len().saturating_sub(count)..]
+    let attempts = state.attempts();
+    prompts_of(project, &attempts[attempts.len().saturating_sub(count)..])
+}
+
+/// The prompt.md of each of `attempts` (of F-001), which must all be there.
+pub fn prompts_of(project: &Project, attempts: &[Attempt]) -> anyhow::Result<Vec<PathBuf>> {
+    let prompts: Vec<PathBuf> = attempts
         .iter()
         .map(|attempt| {
             project
                 .state_dir()
                 .join("runs/F-001")
-                .join(attempt["run_id"].as_str().unwrap_or_default())
+                .join(&attempt.run_id)
                 .join("prompt.md")
         })
         .collect();
@@ -283,14 +314,14 @@ fn prompts_of_last(
     Ok(prompts)
 }
 
-fn config_extra(max_iterations: u32) -> String {
+pub fn config_extra(max_iterations: u32) -> String {
     // stall_iterations: 0, or the agent that changes nothing would be stopped as stalled.
     format!(
         "max_iterations: {max_iterations}\ncompletion_promise: TASK_COMPLETE\nvalidate: false\nstall_iterations: 0\n"
     )
 }
 
-const ONE_FEATURE: &str = "features:\n  - id: F-001\n    title: The benchmark feature\n    description: Nothing to build; the agent only prints.\n    acceptance:\n      - Nothing.\n    depends_on: []\n";
+pub const ONE_FEATURE: &str = "features:\n  - id: F-001\n    title: The benchmark feature\n    description: Nothing to build; the agent only prints.\n    acceptance:\n      - Nothing.\n    depends_on: []\n";
 
 /// A project with one feature and no history.
 fn small_state(harness: &Harness, git: bool, options: &Options) -> anyhow::Result<Project> {
@@ -340,10 +371,10 @@ fn with_other_run_states(
     std::fs::remove_dir_all(project.state_dir())?;
     copy_tree(&large.state_dir(), &project.state_dir())?;
     copy_tree(&large.identity_dir(), &project.identity_dir())?;
-    let mut state = large.run_state("F-001")?;
-    if let Some(attempts) = state["attempts"].as_array_mut() {
-        attempts.truncate(3);
-    }
+    let large_state = large.run_state("F-001")?;
+    // A state.json with its attempts inside, as an older version wrote it: the harness reads it.
+    let mut state = serde_json::to_value(&large_state)?;
+    state["attempts"] = serde_json::to_value(&large_state.attempts()[..3])?;
     state["status"] = "done".into();
     state["iteration_count"] = 3.into();
     for n in 2..=options.features {

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use anyhow::bail;
+use harness_core::state::run_state::Status;
 
 use crate::project::{run_expecting, Harness, Project};
 use crate::stats::{median_secs, range, secs};
@@ -72,8 +73,8 @@ fn measure(harness: &Harness, width: usize) -> anyhow::Result<Duration> {
     for n in 1..=width {
         let feature = format!("F-{n:03}");
         let state = project.run_state(&feature)?;
-        if state["status"] != "done" {
-            bail!("{feature} is {} after the run", state["status"]);
+        if state.status != Status::Done {
+            bail!("{feature} is {:?} after the run", state.status);
         }
         if !project
             .workdir

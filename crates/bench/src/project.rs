@@ -6,6 +6,8 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use harness_core::spec::features::FeatureId;
+use harness_core::state::run_state::RunState;
 
 /// Where the harness is: run.sh and roles/ (`home`), and the built binaries (`bin_dir`).
 #[derive(Debug, Clone)]
@@ -179,16 +181,16 @@ impl Project {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    /// The feature's state.json, parsed.
-    pub fn run_state(&self, feature: &str) -> anyhow::Result<serde_json::Value> {
+    /// The feature's run state as the harness reads it: state.json and every attempt (most of
+    /// them in attempts.jsonl beside it).
+    pub fn run_state(&self, feature: &str) -> anyhow::Result<RunState> {
+        let id = FeatureId::parse(feature)?;
         let path = self
             .state_dir()
             .join("runs")
             .join(feature)
             .join("state.json");
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        Ok(serde_json::from_str(&text)?)
+        RunState::load(&path, &id)?.with_context(|| format!("no run state at {}", path.display()))
     }
 }
 
