@@ -282,3 +282,56 @@ fn a_worker_loop_whose_run_sh_was_killed_stops_after_its_iteration() {
     assert_eq!(attempts[0]["outcome"], "no_promise");
     assert!(!project.read_state("raw.md").contains("a second iteration"));
 }
+
+#[test]
+fn a_torn_attempt_record_and_a_torn_notes_section_are_dropped_and_the_feature_goes_on() {
+    // What a kill in the middle of an append leaves: a part of a line at the end of
+    // attempts.jsonl, a part of a section at the end of the notes.
+    let project = Project::new(
+        ONE_FEATURE,
+        "steps:\n  - [print: first]\n  - [print: second]\n  - [expect_prompt: 'Iteration 3 of 3', print: third]\n",
+    );
+    project.config("", "max_iterations: 2\n");
+    assert_eq!(code(&project.run(&["F-001"])), 2);
+    let state_dir = project.state_dir();
+    let log = state_dir.join("runs/F-001/attempts.jsonl");
+    let notes = state_dir.join("notes/F-001.md");
+    for (path, torn) in [
+        (&log, "{\"run_id\":\"TORN-RECORD\",\"role\":\"wor"),
+        (
+            &notes,
+            "## Attempt 3 — worker (2026-11-23T10:00:00Z)\nTurns: 1 | TORN-SECTION",
+        ),
+    ] {
+        let mut text = std::fs::read_to_string(path).unwrap();
+        text.push_str(torn);
+        std::fs::write(path, text).unwrap();
+    }
+    // Read: the status board and the prompt see neither.
+    let status = project.run(&["status", "--json"]);
+    assert_eq!(code(&status), 0, "{}", text(&status.stderr));
+    assert_eq!(project.attempts("F-001").len(), 2);
+
+    let out = project.run(&["F-001", "--max-iterations", "3"]);
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    let run_ids: Vec<String> = project.state("F-001")["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["run_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(run_ids.len(), 3, "{run_ids:?}");
+    let prompt = project.prompt("F-001", 3);
+    assert!(prompt.contains("second"), "{prompt}");
+    assert!(!prompt.contains("TORN-SECTION"), "{prompt}");
+    // The next appends cut the torn tails off: each file holds whole records only.
+    for path in [&log, &notes] {
+        let text = std::fs::read_to_string(path).unwrap();
+        assert!(!text.contains("TORN-"), "{}:\n{text}", path.display());
+    }
+    let log_text = std::fs::read_to_string(&log).unwrap();
+    assert!(log_text.ends_with('\n'));
+    assert!(log_text
+        .lines()
+        .all(|line| serde_json::from_str::<serde_json::Value>(line).is_ok()));
+}
