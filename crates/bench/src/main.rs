@@ -162,15 +162,8 @@ fn overhead_section(cli: &Cli, harness: &Harness) -> anyhow::Result<String> {
 
 /// `dir` if it is on a tmpfs (else the tmpfs case is left out, saying so on stderr).
 fn tmpfs(dir: &std::path::Path) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
     const TMPFS_MAGIC: i64 = 0x0102_1994;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    let mut stat = std::mem::MaybeUninit::<libc::statfs>::uninit();
-    // SAFETY: a NUL-terminated path and a buffer statfs fills.
-    let found = unsafe { libc::statfs(path.as_ptr(), stat.as_mut_ptr()) } == 0;
-    // SAFETY: filled by the successful call; f_type is not i64 on every platform.
-    #[allow(clippy::unnecessary_cast)]
-    let on_tmpfs = found && unsafe { stat.assume_init() }.f_type as i64 == TMPFS_MAGIC;
+    let on_tmpfs = harness_core::base::git::stat_walk::file_system_magic(dir) == Some(TMPFS_MAGIC);
     if !on_tmpfs {
         eprintln!(
             "overhead: {} is not a tmpfs: the tmpfs case is left out",

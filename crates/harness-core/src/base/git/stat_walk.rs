@@ -139,19 +139,21 @@ fn linked_git_dir(dot_git: &Path) -> Option<PathBuf> {
 
 /// Whether the file system of `path` is one whose timestamps are known to be fine-grained.
 fn fine_grained(path: &Path) -> bool {
-    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
+    file_system_magic(path).is_some_and(|kind| FINE_GRAINED.contains(&kind))
+}
+
+/// The `statfs` magic number of the file system `path` is on (`TMPFS_MAGIC` is 0x01021994).
+pub fn file_system_magic(path: &Path) -> Option<i64> {
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
     let mut stat = std::mem::MaybeUninit::<libc::statfs>::uninit();
     // SAFETY: a NUL-terminated path and a buffer statfs fills.
     if unsafe { libc::statfs(c_path.as_ptr(), stat.as_mut_ptr()) } != 0 {
-        return false;
+        return None;
     }
     // SAFETY: filled by the successful call.
     // f_type is not i64 on every platform.
     #[allow(clippy::unnecessary_cast)]
-    let kind = unsafe { stat.assume_init() }.f_type as i64;
-    FINE_GRAINED.contains(&kind)
+    Some(unsafe { stat.assume_init() }.f_type as i64)
 }
 
 /// The files outside the tree whose changes change what `git status` says.
