@@ -348,11 +348,13 @@ impl Snapshot {
                 *stat = Stat::kind_only(if stat.kind == 2 { 2 } else { 1 });
             }
         }
+        // A mount inside the tree is what this rules out; the files around it (the user's
+        // configuration, /etc/gitconfig, their absolute paths) may be on any file system.
         let top_dev = self.layout.top.symlink_metadata().map(|m| m.dev()).ok();
         let one_device = top_dev.is_some_and(|dev| {
-            self.entries
-                .iter()
-                .all(|(_, stat)| stat.kind == 0 || stat.kind >= 10 || stat.dev == dev)
+            self.entries.iter().all(|(path, stat)| {
+                path.starts_with(b"/") || stat.kind == 0 || stat.kind >= 10 || stat.dev == dev
+            })
         });
         self.sound = covered && one_device && !racy(&self.entries, self.started);
         self.skipped = Arc::new(ignored);
@@ -440,6 +442,27 @@ mod tests {
         let mut dir = file((1_000, 499_000_000));
         dir.1.kind = 2;
         assert!(!racy(&[dir, file((990, 1))], now));
+    }
+
+    #[test]
+    fn files_around_the_tree_on_another_file_system_leave_a_snapshot_sound() {
+        // A project on a tmpfs, the user's ~/.gitconfig on the disk: regression, such a snapshot
+        // was never sound, and git was asked every iteration.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("main.rs"), "x").unwrap();
+        let elsewhere = PathBuf::from("/dev/null");
+        assert_ne!(
+            elsewhere.metadata().unwrap().dev(),
+            dir.path().metadata().unwrap().dev()
+        );
+        let layout = Layout {
+            top: dir.path().to_path_buf(),
+            files: vec![elsewhere],
+            refs: Vec::new(),
+        };
+        let mut walked = Snapshot::take(&layout, Arc::default());
+        walked.started += Duration::from_secs(1);
+        assert!(walked.with_ignored(HashSet::new()).sound);
     }
 
     #[test]
