@@ -47,6 +47,9 @@ pub struct Options {
 struct Sample {
     harness: (f64, f64),
     bare: (f64, f64),
+    /// The median iteration's overhead (harness − bare loop), early and late: the same
+    /// comparison, less moved by a moment of load on a shared machine.
+    median_overheads: (f64, f64),
     peak_early: u64,
     peak_late: u64,
     resident_early: u64,
@@ -103,7 +106,7 @@ fn report(options: &Options, samples: &[Sample]) -> String {
         late / early
     });
     let mut text = format!(
-        "{} iterations of one `./run.sh F-001` (small state, git repository, state flushed every iteration; the agent notes when it starts, with no process of its own), then a bare loop of the same agent on the prompts of iterations 1–{} and {}–{}. Medians of {} runs, with their ranges; per iteration, in ms.\n\n",
+        "{} iterations of one `./run.sh F-001` (small state, git repository, state flushed every iteration; the agent notes when it starts, with no process of its own), then a bare loop of the same agent on the prompts of iterations 1–{} and {}–{}. Medians of {} runs, with their ranges; per iteration, in ms. The overhead is (the harness's time over the window − the bare loop's) / the window; that of the median iteration compares the medians of the window's iteration times instead, which a moment of load on a shared machine moves less.\n\n",
         count(options.iterations as usize + 1),
         options.window + 1,
         count(last_from as usize),
@@ -133,6 +136,15 @@ fn report(options: &Options, samples: &[Sample]) -> String {
         ratio.0,
         ratio.1,
         ratio.2
+    ));
+    let median_ratio = column(&|s| s.median_overheads.1 / s.median_overheads.0);
+    text.push_str(&format!(
+        "| overhead of the median iteration | {} | {} | {:.2}× ({:.2}–{:.2}) |\n",
+        cell(column(&|s| s.median_overheads.0), &ms),
+        cell(column(&|s| s.median_overheads.1), &ms),
+        median_ratio.0,
+        median_ratio.1,
+        median_ratio.2
     ));
     text.push_str(&format!(
         "| worker's peak memory (VmHWM) | {} | {} | |\n",
@@ -177,10 +189,14 @@ fn measure(harness: &Harness, options: &Options) -> anyhow::Result<Sample> {
     let w = options.window as usize;
     let n = options.iterations as usize;
     let harness_windows = (started[w] - started[0], started[n] - started[n - w]);
+    let harness_medians = (
+        median(&periods(&started[..=w])),
+        median(&periods(&started[n - w..=n])),
+    );
 
     let state = project.run_state("F-001")?;
     let attempts = state.attempts();
-    let bare_window = |from: usize| -> anyhow::Result<f64> {
+    let bare_window = |from: usize| -> anyhow::Result<(f64, f64)> {
         let prompts = prompts_of(&project, &attempts[from..from + w + 1])?;
         let bare_times = project.root().join(format!("bare-times-{from}"));
         let mut bare = Command::new(&bare_loop);
@@ -193,9 +209,12 @@ fn measure(harness: &Harness, options: &Options) -> anyhow::Result<Sample> {
             bail!("the bare loop failed: {status}");
         }
         let bare_started = read_times(&bare_times)?;
-        Ok(bare_started[w] - bare_started[0])
+        Ok((
+            bare_started[w] - bare_started[0],
+            median(&periods(&bare_started[..=w])),
+        ))
     };
-    let bare_windows = (bare_window(0)?, bare_window(n - w)?);
+    let (early, late) = (bare_window(0)?, bare_window(n - w)?);
     let memory = std::fs::read_to_string(&memory)
         .with_context(|| format!("the agent noted no memory in {}", memory.display()))?;
     let kib = |iteration: u32, key: &str| -> anyhow::Result<u64> {
@@ -207,13 +226,19 @@ fn measure(harness: &Harness, options: &Options) -> anyhow::Result<Sample> {
     };
     Ok(Sample {
         harness: harness_windows,
-        bare: bare_windows,
+        bare: (early.0, late.0),
+        median_overheads: (harness_medians.0 - early.1, harness_medians.1 - late.1),
         peak_early: kib(options.window, "VmHWM:")?,
         peak_late: kib(total, "VmHWM:")?,
         resident_early: kib(options.window, "VmRSS:")?,
         resident_late: kib(total, "VmRSS:")?,
         whole_run,
     })
+}
+
+/// The time from each start to the next.
+fn periods(started: &[f64]) -> Vec<f64> {
+    started.windows(2).map(|pair| pair[1] - pair[0]).collect()
 }
 
 /// The start times (seconds) the agent noted, in order.
