@@ -57,8 +57,9 @@ ci: lint test
 demo: build
 	./examples/demo.sh
 
-# The benchmarks of BENCHMARKS.md (not part of `make test`): about 10 minutes on 2 cores. The
-# Markdown report goes to target/bench/report.md, then to stdout; progress to stderr.
+# The benchmarks of BENCHMARKS.md (not part of `make test`): about 12 minutes on 2 cores, the
+# overhead section ~7 of them. The Markdown report goes to target/bench/report.md, then to
+# stdout; progress to stderr.
 bench: build
 	@mkdir -p target/bench
 	./target/release/harness-bench >target/bench/report.md
