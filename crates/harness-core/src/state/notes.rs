@@ -136,9 +136,14 @@ const PROMPT_BYTES: u64 = 4 * PROMPT_CHARS as u64 + 4096;
 /// what a prompt carries.
 pub const END: &str = "<!-- end of section -->\n\n";
 
-/// The headings the harness starts its sections with: the worker's attempts, the validator's
-/// rejections. After the last end line, text that starts with one is a section a kill tore.
-const HEADINGS: [&str; 2] = ["## Attempt ", "## Validator verdict"];
+/// The headings the harness starts its sections with: the worker's attempts, the gates that
+/// refused a promise, the validator's rejections. After the last end line, text that starts with
+/// one is a section a kill tore.
+const HEADINGS: [&str; 3] = [
+    "## Attempt ",
+    "## Gate after attempt ",
+    "## Validator verdict",
+];
 
 /// Whether `tail`, the text after the last end line, is a section torn by a kill (dropped on
 /// reading, cut off before the next append) rather than a hand edit (kept).
@@ -394,6 +399,17 @@ mod tests {
         );
         let two = read_for_prompt(&state, &feature, 5000).unwrap().unwrap();
         assert_eq!(two.lines().filter(|l| l.starts_with("## ")).count(), 2);
+    }
+
+    #[test]
+    fn every_section_the_harness_writes_counts_as_torn_when_cut_and_a_hand_edit_does_not() {
+        let gate = "## Gate after attempt 3 (2026-02-05T23:15:00Z)\nThe promise did not count:\n- check `tests` failed: exit code 1\n\n";
+        let verdict = "## Validator verdict — fail (2026-02-05T23:15:00Z)\n\nno tests\n\n";
+        for section in [note(2, "second"), gate.to_string(), verdict.to_string()] {
+            assert!(is_torn(&section.as_bytes()[..30]), "{section}");
+            assert!(is_torn(&section.as_bytes()[..5]), "{section}");
+        }
+        assert!(!is_torn(b"My own note: try the other parser\n"));
     }
 
     #[test]
