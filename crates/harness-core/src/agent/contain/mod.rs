@@ -143,6 +143,8 @@ fn canonical(path: &Path) -> PathBuf {
 pub struct Containment {
     tag: String,
     cgroup: Option<Cgroup>,
+    /// [`Containment::end`] ran: its cgroup is gone, and nothing tagged was left.
+    ended: std::cell::Cell<bool>,
 }
 
 impl Containment {
@@ -158,6 +160,7 @@ impl Containment {
         Self {
             tag: owner.tag(),
             cgroup,
+            ended: std::cell::Cell::new(false),
         }
     }
 
@@ -179,19 +182,24 @@ impl Containment {
             .collect()
     }
 
-    /// Sends `signal` to every tagged process and, with `whole_cgroup`, to every process of the
-    /// cgroup (a sandbox's own processes are in it, untagged); whether any process got it.
+    /// Sends `signal` to the agent's processes — with `whole_cgroup` and a cgroup, every process
+    /// of the cgroup (a sandbox's own processes too, untagged), else every tagged process;
+    /// whether any process got it. The cgroup holds every process of the agent but one that
+    /// moved itself out of it, which [`Containment::end`] finds by its tag: the scan of every
+    /// process on the machine is left to that one time.
     pub fn signal(&self, signal: i32, whole_cgroup: bool) -> bool {
-        let mut any = false;
-        for process in self.tagged() {
-            any |= process.signal(signal);
-        }
         if let (true, Some(cgroup)) = (whole_cgroup, &self.cgroup) {
+            let mut any = false;
             for pid in cgroup.members() {
                 if let Some(process) = Held::open(pid, None) {
                     any |= process.signal(signal);
                 }
             }
+            return any;
+        }
+        let mut any = false;
+        for process in self.tagged() {
+            any |= process.signal(signal);
         }
         any
     }
@@ -207,11 +215,18 @@ impl Containment {
     /// Ends every process of the invocation (the cgroup at once, then the tagged ones until none
     /// is left, forks included) and removes its cgroup.
     pub fn end(&self) {
+        if self.ended.replace(true) {
+            return;
+        }
         if let Some(cgroup) = &self.cgroup {
             cgroup.kill_and_remove(CGROUP_WAIT);
         }
         for _ in 0..MAX_ROUNDS {
-            if !self.signal(libc::SIGKILL, false) {
+            let mut any = false;
+            for process in self.tagged() {
+                any |= process.signal(libc::SIGKILL);
+            }
+            if !any {
                 return;
             }
             std::thread::sleep(Duration::from_millis(5));
@@ -231,6 +246,16 @@ impl Drop for Containment {
 /// Processes of a live harness are left alone, whichever it is.
 pub fn sweep_stale(state_dir: &Path) -> usize {
     let state_dir = canonical(state_dir);
+    // Once per process and project is enough: a harness killed later is some other run, whose
+    // feature's next run (a new process) sweeps; the scan of every process costs each attempt.
+    static SWEPT: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    {
+        let mut swept = SWEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if swept.contains(&state_dir) {
+            return 0;
+        }
+        swept.push(state_dir.clone());
+    }
     let mut ended = 0;
     for _ in 0..MAX_ROUNDS {
         let stale: Vec<(Held, i32)> = procfs::pids()
