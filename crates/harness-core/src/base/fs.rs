@@ -234,6 +234,11 @@ impl Dir {
         Ok(dir)
     }
 
+    /// The subdirectory `name`, never through a link.
+    pub fn subdir(&self, name: &OsStr) -> io::Result<Dir> {
+        self.child(name, false)
+    }
+
     /// The subdirectory `name`, never through a link; made first if missing and `create`.
     fn child(&self, name: &OsStr, create: bool) -> io::Result<Dir> {
         let c = c_name(name)?;
@@ -321,7 +326,8 @@ impl Dir {
             .map(|stat| (stat.st_dev as u64, stat.st_ino as u64)))
     }
 
-    fn stat(&self, name: &OsStr) -> io::Result<Option<libc::stat>> {
+    /// The status of `name` here, not following a link; `None` when there is nothing.
+    pub fn stat(&self, name: &OsStr) -> io::Result<Option<libc::stat>> {
         let c = c_name(name)?;
         let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
         // SAFETY: a valid descriptor, a NUL-terminated name and a buffer fstatat fills.

@@ -14,6 +14,9 @@ use crate::spec::role::Role;
 /// The name of the state directory inside a working directory.
 pub const STATE_DIR_NAME: &str = ".harness";
 
+/// The name of a feature's run state file in its `runs/<FEATURE>/` directory.
+pub const RUN_STATE_FILE: &str = "state.json";
+
 /// The `.harness/` directory of one project.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StateDir {
@@ -155,7 +158,7 @@ impl StateDir {
 
     /// `runs/<FEATURE>/state.json`: the feature's run state.
     pub fn run_state(&self, feature: &FeatureId) -> PathBuf {
-        self.feature_runs(feature).join("state.json")
+        self.feature_runs(feature).join(RUN_STATE_FILE)
     }
 
     /// `runs/<FEATURE>/<RUN_ID>/`: prompt.md, output.log, result.json of one invocation.

@@ -250,7 +250,9 @@ pub fn sweep_stale(state_dir: &Path) -> usize {
     // feature's next run (a new process) sweeps; the scan of every process costs each attempt.
     static SWEPT: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
     {
-        let mut swept = SWEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut swept = SWEPT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if swept.contains(&state_dir) {
             return 0;
         }
