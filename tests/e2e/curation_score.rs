@@ -156,14 +156,19 @@ impl Knowledge {
 /// the evidence or reason, and the item id of its marker.
 fn curator_line(line: &str) -> Option<(String, String)> {
     let body = line.strip_prefix("- ")?;
-    let (body, marker) = body.split_once(" <!-- c:")?;
+    let (body, comment) = body.split_once(" <!-- ")?;
+    // An identity line's comment says why it graduated, then its markers.
+    let marker = comment
+        .strip_prefix("c:")
+        .or_else(|| comment.split_once("; c:").map(|(_, markers)| markers))?;
     let id: String = marker
         .chars()
         .take_while(|c| c.is_ascii_hexdigit())
         .collect();
-    let text = match body.split_once(" (graduated ") {
-        Some((text, _)) => text,
-        None => body.rfind(" (").map_or(body, |at| &body[..at]),
+    let text = if comment.starts_with("graduated ") {
+        body
+    } else {
+        body.rfind(" (").map_or(body, |at| &body[..at])
     };
     Some((text.to_string(), id))
 }

@@ -806,14 +806,25 @@ fn curated_memory_and_identity_reach_the_next_prompt() {
         "{prompt}"
     );
     assert!(!memory.contains("<!--"), "markers stay out of prompts");
+    // The identity file says why a line graduated, for its reader; the prompt carries the
+    // knowledge without a feature id, a mission id or a date of the mission it came from.
+    let file = std::fs::read_to_string(project.identity_dir().join("worker.md")).unwrap();
+    let graduated = file
+        .lines()
+        .find(|l| l.contains("TRICK reported by 3 distinct workers: F-001, F-004, F-006"))
+        .unwrap_or_else(|| panic!("{file}"));
+    let (wording, why) = graduated.split_once(" <!-- graduated ").unwrap();
+    let mission = why.split_once(" from mission ").unwrap().1;
+    let mission = mission.split_once(": ").unwrap().0;
     let identity = prompt
         .split("## Your identity (cross-mission memory for the worker role)")
         .nth(1)
         .unwrap();
-    assert!(
-        identity.contains("TRICK reported by 3 distinct workers: F-001, F-004, F-006"),
-        "{prompt}"
-    );
+    let identity = identity.split("\n## ").next().unwrap();
+    assert!(identity.contains(wording), "{prompt}");
+    for local in ["F-0", mission, "graduated", "<!--"] {
+        assert!(!identity.contains(local), "{local} in {identity}");
+    }
 }
 
 /// The labels of tests/fixtures/curation/labels.txt: label → fragments.
@@ -889,7 +900,7 @@ fn curation_quality_on_the_labelled_log() {
             std::fs::read_to_string(a.identity_dir().join(format!("{role}.md")))
                 .unwrap_or_default()
                 .lines()
-                .filter(|l| l.contains("(graduated "))
+                .filter(|l| l.contains("<!-- graduated "))
                 .map(str::to_string)
                 .collect::<Vec<_>>()
         })

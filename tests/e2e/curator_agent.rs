@@ -93,7 +93,7 @@ fn the_agents_calls_are_kept_when_the_rules_allow_them() {
     );
     let worker = identity(&project);
     assert!(
-        worker.contains("- npx drizzle-kit generate --config <config file> writes the SQL migration (graduated "),
+        worker.contains("- npx drizzle-kit generate --config <config file> writes the SQL migration <!-- graduated "),
         "{worker}"
     );
     assert!(

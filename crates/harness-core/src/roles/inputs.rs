@@ -187,7 +187,7 @@ pub fn read_layers(
     role: Role,
 ) -> anyhow::Result<Layers> {
     Ok(Layers {
-        identity: memory::read_memory_layer(&home.identity(role))
+        identity: memory::read_identity_layer(&home.identity(role))
             .with_context(|| format!("cannot read the {role}'s identity file"))?,
         notes: match feature {
             Some(feature) => notes_with_parent(state, feature)?,

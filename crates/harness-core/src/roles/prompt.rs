@@ -78,12 +78,13 @@ impl Prompt {
         }
     }
 
-    /// L4: the role's identity, when it has content.
+    /// L4: the role's identity, when it has content (as `memory::read_identity_layer` reads
+    /// it).
     pub fn identity(self, role: Role, identity: Option<&str>) -> Self {
         match identity {
             Some(identity) => self.untrusted(&format!(
                 "## Your identity (cross-mission memory for the {role} role)\n\n{}",
-                crate::state::memory::identity_for_prompt(identity.trim())
+                identity.trim()
             )),
             None => self,
         }

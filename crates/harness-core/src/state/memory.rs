@@ -228,37 +228,90 @@ pub fn read_layer(path: &Path) -> io::Result<Option<String>> {
     }
 }
 
-/// A memory file (summary.md, identity) for a prompt: HTML comments are dropped, and so are the
-/// headings with nothing under them (the curator keeps its sections, empty or not); a file with
-/// nothing but headings and comments (a fresh template) counts as empty.
+/// A memory file (summary.md) for a prompt: HTML comments are dropped, and so are the headings
+/// with nothing under them (the curator keeps its sections, empty or not); a file with nothing
+/// but headings and comments (a fresh template) counts as empty.
 pub fn read_memory_layer(path: &Path) -> io::Result<Option<String>> {
-    Ok(read_layer(path)?.and_then(|text| {
-        let text = without_empty_sections(&strip_comments(&text));
-        let substantial = text.lines().any(|line| {
-            let line = line.trim();
-            !line.is_empty() && !line.starts_with('#')
-        });
-        substantial.then(|| text.trim().to_string())
-    }))
+    Ok(read_layer(path)?.and_then(|text| prompt_text(&text)))
+}
+
+/// `text` (a memory file) as a prompt gets it, or `None` when nothing substantial is left (see
+/// [`read_memory_layer`]).
+fn prompt_text(text: &str) -> Option<String> {
+    let text = without_empty_sections(&strip_comments(text));
+    let substantial = text.lines().any(|line| {
+        let line = line.trim();
+        !line.is_empty() && !line.starts_with('#')
+    });
+    substantial.then(|| text.trim().to_string())
+}
+
+/// An identity file as a prompt of its role carries it: as [`read_memory_layer`] reads it, with
+/// nothing of why a line graduated (the date, the mission, the features and runs it was seen on:
+/// one mission's names, which a prompt of every later mission must not carry), bounded by
+/// [`identity_for_prompt`].
+pub fn read_identity_layer(path: &Path) -> io::Result<Option<String>> {
+    Ok(read_layer(path)?.and_then(|text| identity_prompt_text(&text)))
+}
+
+/// What [`read_identity_layer`] makes of an identity file's `text`.
+fn identity_prompt_text(text: &str) -> Option<String> {
+    // Graduated lines are told apart before the comments that say so are stripped: each gets
+    // a mark at its start, and loses what follows its text.
+    // A mark in the file itself (a stray control character) is no mark.
+    let text = text.replace(GRADUATED_MARK, "");
+    let marked: String = text
+        .lines()
+        .map(|line| match graduated_text(line) {
+            Some(shown) => format!("{GRADUATED_MARK}{shown}\n"),
+            None => format!("{line}\n"),
+        })
+        .collect();
+    let shown = prompt_text(&marked)?;
+    Some(identity_for_prompt(&shown).replace(GRADUATED_MARK, ""))
+}
+
+/// What the curator writes in a graduated line's comment, before why it graduated (see
+/// `roles::curator::graduation`): `- <text> <!-- graduated <date> from mission <id>: <why>;
+/// c:<item> … -->`.
+pub const GRADUATED_COMMENT: &str = "<!-- graduated ";
+
+/// What the curator wrote after a graduated line's text before the evidence went into its
+/// comment: ` (graduated <date> from mission <id>: <why>)`, in the prompt's sight.
+const GRADUATED_BEFORE: &str = " (graduated ";
+
+/// Marks a graduated line in the text [`identity_for_prompt`] bounds: a control character,
+/// removed from the file's text before and from the prompt's after.
+const GRADUATED_MARK: char = '\u{1}';
+
+/// For a graduated line of an identity file, its text without why it graduated (the comment
+/// after the text, or in lines of an older format, the reason and the comment after it);
+/// `None` for any other line.
+fn graduated_text(line: &str) -> Option<&str> {
+    if !line.trim_start().starts_with("- ") {
+        return None;
+    }
+    let at = line
+        .find(GRADUATED_COMMENT)
+        .or_else(|| line.find(GRADUATED_BEFORE))?;
+    Some(line[..at].trim_end())
 }
 
 /// How much of an identity file a prompt carries, in characters (~1,500 tokens): the file is
 /// append-only and cross-mission, so without a bound it would grow with every mission.
 pub const IDENTITY_PROMPT_CHARS: usize = 6_000;
 
-/// What the curator writes after a graduated line's text (see `roles::curator::graduation`).
-const GRADUATED: &str = " (graduated ";
-
-/// An identity file (comments stripped) as a prompt carries it: whole when it fits in
-/// [`IDENTITY_PROMPT_CHARS`]; else the user's own lines (headings, hand-written bullets) first,
-/// then the graduated lines from the newest back, as many as fit, in the file's order and with
-/// a line saying how many older graduated lines were left out (they stay in the file).
-pub fn identity_for_prompt(identity: &str) -> std::borrow::Cow<'_, str> {
+/// An identity file (comments stripped, graduated lines marked) as a prompt carries it: whole
+/// when it fits in [`IDENTITY_PROMPT_CHARS`]; else the user's own lines (headings, hand-written
+/// bullets) first, then the graduated lines from the newest back, as many as fit, in the file's
+/// order and with a line saying how many older graduated lines were left out (they stay in the
+/// file).
+fn identity_for_prompt(identity: &str) -> std::borrow::Cow<'_, str> {
     if identity.chars().count() <= IDENTITY_PROMPT_CHARS {
         return std::borrow::Cow::Borrowed(identity);
     }
     let lines: Vec<&str> = identity.lines().collect();
-    let graduated = |line: &str| line.trim_start().starts_with("- ") && line.contains(GRADUATED);
+    let graduated = |line: &str| line.starts_with(GRADUATED_MARK);
     // The user's lines in file order, then the graduated ones newest first.
     let priority = (0..lines.len())
         .filter(|&i| !graduated(lines[i]))
@@ -568,25 +621,42 @@ mod tests {
     #[test]
     fn identity_is_bounded_keeping_the_users_lines_and_the_newest_graduations() {
         let small = "# Identity: worker\n\n- run the tests before committing";
-        assert!(matches!(
-            identity_for_prompt(small),
-            std::borrow::Cow::Borrowed(_)
-        ));
+        assert_eq!(identity_prompt_text(small).unwrap(), small);
 
         let mut file = String::from("# Identity: worker\n\n- my own rule, by hand\n");
         for n in 0..200 {
-            file.push_str(&format!(
-                "- lesson number {n:03} about the build (graduated 2026-11-21 from mission m: \
-                 LESSON recorded 3 times, forgotten in between (by F-001))\n"
-            ));
+            // The format of today (why in the comment) and the one before (why after the text).
+            file.push_str(&if n % 2 == 0 {
+                format!(
+                    "- lesson number {n:03} about the build <!-- graduated 2026-11-21 from \
+                     mission m-42: LESSON recorded 3 times (by F-001); c:0123456789ab -->\n"
+                )
+            } else {
+                format!(
+                    "- lesson number {n:03} about the build (graduated 2026-11-21 from mission \
+                     m-42: LESSON recorded 3 times, forgotten in between (by F-001)) <!-- c:0123456789ab -->\n"
+                )
+            });
         }
         file.push_str("- another rule of mine, at the end\n");
-        let shown = identity_for_prompt(&file);
+        let shown = identity_prompt_text(&file).unwrap();
         assert!(shown.chars().count() <= IDENTITY_PROMPT_CHARS + 200);
         assert!(shown.starts_with("# Identity: worker\n\n- my own rule, by hand\n"));
         assert!(shown.contains("- another rule of mine, at the end"));
         assert!(shown.contains("lesson number 199"));
         assert!(!shown.contains("lesson number 000"));
+        // Why a line graduated names one mission: no prompt gets it.
+        for evidence in [
+            "(graduated",
+            "<!--",
+            "F-001",
+            "m-42",
+            "2026-11-21",
+            "c:",
+            GRADUATED_MARK.to_string().as_str(),
+        ] {
+            assert!(!shown.contains(evidence), "{evidence} in {shown}");
+        }
         // The newest graduations, a contiguous run, in the file's order.
         let kept: Vec<usize> = shown
             .lines()

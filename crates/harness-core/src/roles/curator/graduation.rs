@@ -1,7 +1,7 @@
 //! Graduation: mission memory that earned a place in `identity/<role>.md` (L4), which every later
 //! mission's prompts of that role carry. The files are append-only; a line is never graduated
 //! twice (nor when the file already says the same, in the user's words or another mission's),
-//! and each graduated line says why it graduated. Knowledge graduates when it is confirmed:
+//! and each graduated line says why it graduated, in a comment no prompt gets. Knowledge graduates when it is confirmed:
 //! - reported on `graduate_trick_workers` distinct features, a TRICK among its entries (a
 //!   feature's worker and validator count once: they looked at the same thing; a worker's
 //!   attempts on its own feature count once: each reads its predecessor's notes);
@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::error::InputError;
 use crate::base::time::Timestamp;
 use crate::spec::role::Role;
-use crate::state::memory::{strip_comments, Tag};
+use crate::state::memory::{self, strip_comments, Tag};
 
 use super::document::marker_ids;
 use super::hygiene::{self, Needed, Said};
@@ -379,7 +379,7 @@ impl Known {
 }
 
 /// The words of what a line of an identity file says (without the reason a graduated line
-/// gives).
+/// gives, in its comment or, in lines of an older format, after its text).
 fn said_words(line: &str) -> Vec<String> {
     let line = strip_comments(line);
     let line = line.split(" (graduated ").next().unwrap_or(&line);
@@ -459,8 +459,11 @@ pub fn graduate(
             .map(|id| format!("c:{id}"))
             .collect::<Vec<_>>()
             .join(" ");
+        // Why it graduated names one mission's features and runs: a human reads it in the
+        // file, a prompt never gets it (`memory::read_identity_layer` strips the comment).
         let line = format!(
-            "- {wording} (graduated {} from mission {}: {reason}) <!-- {markers} -->",
+            "- {wording} {}{} from mission {}: {reason}; {markers} -->",
+            memory::GRADUATED_COMMENT,
             item.last_seen.format("%Y-%m-%d"),
             recurrence.mission,
         );
@@ -659,9 +662,9 @@ mod tests {
         assert!(done[0]
             .line
             .contains("TRICK reported by 2 distinct workers: F-1, F-2"));
-        assert!(done[0]
-            .line
-            .ends_with(&format!("<!-- c:{} -->", done[0].id)));
+        assert!(done[0].line.ends_with(&format!("; c:{} -->", done[0].id)));
+        // Why it graduated is for the reader of the file, not for prompts.
+        assert!(done[0].line.starts_with("- ") && done[0].line.contains(" <!-- graduated "));
         // Already in the file (in the user's words): not again.
         let identities: Identities = vec![(
             Role::Worker,

@@ -77,7 +77,7 @@ pub fn propose(request: &Request, snapshot: &Snapshot, draft: &Pass) -> anyhow::
         place.path_var.as_deref(),
     )?;
     let role_prompt = inputs::read_role_prompt(&place.home, Role::Curator)?;
-    let identity = memory::read_memory_layer(&place.home.identity(Role::Curator))
+    let identity = memory::read_identity_layer(&place.home.identity(Role::Curator))
         .context("cannot read the curator's identity file")?;
     let attempt = Attempt::on_mission(
         &place,
