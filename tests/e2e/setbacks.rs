@@ -5,6 +5,7 @@
 //! the scripted agent and through stand-ins for `claude` and `codex` run by their presets.
 
 use std::path::PathBuf;
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use harness_tests::{code, repo_root, text, wait_at_most, write_executable, Project};
@@ -343,31 +344,33 @@ fn the_codex_preset_waits_out_a_lost_stream_once_codex_gives_up() {
         .contains("met a service error (agent exited with code 1): stream disconnected before"));
 }
 
-/// A scenario whose validator meets the CLI's overload error `held` times, then passes; the
-/// worker completes once.
-fn validator_held_up(held: usize) -> String {
+/// A project whose validator (the claude preset's output, two waits allowed) meets the CLI's
+/// overload error `held` times, then passes; the worker completes once. Then `./run.sh F-001`.
+fn validator_held_up(held: usize) -> (Project, Output) {
     let overloaded = format!(
         "      - [cat: {:?}, exit: 1]\n",
         fixture("claude_overloaded.jsonl")
     );
-    format!(
+    let scenario = format!(
         "scripts:\n  - match: {{role: validator}}\n    steps:\n{}      - [print: '{}']\n  - steps:\n      - [print: '{}']\n",
         overloaded.repeat(held),
         r#"{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"<verdict>PASS</verdict>","usage":{"input_tokens":1,"output_tokens":1}}"#,
         CLAUDE_DONE
-    )
+    );
+    let project = Project::new(ONE_FEATURE, &scenario);
+    project.config(
+        "output_format: claude-stream-json\n",
+        "validate: true\nservice_errors: {wait_secs: 0, max_waits: 2}\n",
+    );
+    let out = project.run(&["F-001"]);
+    (project, out)
 }
 
 #[test]
 fn a_validator_held_up_by_the_service_waits_and_validates_again_never_rejecting() {
     // Regression: a validator that met a 529 rejected the feature ("the validator did not
     // finish: agent exited with code 1"), costing the worker an iteration and its agent a run.
-    let project = Project::new(ONE_FEATURE, &validator_held_up(2));
-    project.config(
-        "output_format: claude-stream-json\n",
-        "validate: true\nmax_iterations: 3\nservice_errors: {wait_secs: 0, max_waits: 2}\n",
-    );
-    let out = project.run(&["F-001"]);
+    let (project, out) = validator_held_up(2);
     let stderr = text(&out.stderr);
     assert_eq!(code(&out), 0, "{stderr}");
     assert_eq!(
@@ -395,12 +398,7 @@ fn a_validator_held_up_by_the_service_waits_and_validates_again_never_rejecting(
 
 #[test]
 fn a_validator_out_of_waits_stops_provisional_and_a_re_run_validates_it() {
-    let project = Project::new(ONE_FEATURE, &validator_held_up(3));
-    project.config(
-        "output_format: claude-stream-json\n",
-        "validate: true\nservice_errors: {wait_secs: 0, max_waits: 2}\n",
-    );
-    let out = project.run(&["F-001"]);
+    let (project, out) = validator_held_up(3);
     let stderr = text(&out.stderr);
     assert_eq!(code(&out), 2, "{stderr}");
     let state = project.state("F-001");

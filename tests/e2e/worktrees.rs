@@ -427,11 +427,10 @@ fn a_stale_registration_holding_the_branch_is_removed() {
     });
 }
 
-#[test]
-fn a_worktree_whose_record_is_gone_is_made_again_with_its_uncommitted_work() {
-    // git's record of the worktree gone ("not a git repository") while the agent's work,
-    // uncommitted, is in it: the work is kept, and the next iteration's agent finds it.
-    let project = project(false);
+/// A project of [`project`] whose `all --parallel` was killed in F-001's agent, its work written
+/// (uncommitted) in its worktree.
+fn killed_in_its_agent(validate: bool) -> Project {
+    let project = project(validate);
     arm(&project, &Kill::Agent);
     let out = run_all(&project, &[]);
     assert_eq!(
@@ -441,6 +440,14 @@ fn a_worktree_whose_record_is_gone_is_made_again_with_its_uncommitted_work() {
         text(&out.stderr)
     );
     assert!(worktree_dir(&project).join("F-001.txt").exists());
+    project
+}
+
+#[test]
+fn a_worktree_whose_record_is_gone_is_made_again_with_its_uncommitted_work() {
+    // git's record of the worktree gone ("not a git repository") while the agent's work,
+    // uncommitted, is in it: the work is kept, and the next iteration's agent finds it.
+    let project = killed_in_its_agent(false);
     std::fs::remove_dir_all(admin_dir(&project)).unwrap();
     let out = run_all(&project, &[]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
@@ -469,16 +476,7 @@ fn a_worktree_whose_record_is_gone_is_made_again_with_its_uncommitted_work() {
 #[test]
 fn a_feature_resumed_without_parallel_goes_on_in_its_worktree() {
     for resume in [&["F-001"][..], &["all"][..]] {
-        let project = project(true);
-        arm(&project, &Kill::Agent);
-        let out = run_all(&project, &[]);
-        assert_eq!(
-            std::os::unix::process::ExitStatusExt::signal(&out.status),
-            Some(libc::SIGKILL),
-            "{}",
-            text(&out.stderr)
-        );
-        assert!(worktree_dir(&project).join("F-001.txt").exists());
+        let project = killed_in_its_agent(true);
         let out = project.run(resume);
         let context = format!("{resume:?}: {}", text(&out.stderr));
         assert_eq!(code(&out), 0, "{context}");
