@@ -552,6 +552,43 @@ mod tests {
     }
 
     #[test]
+    fn the_service_or_a_budget_leaves_the_feature_provisional_never_rejected() {
+        let config = Config::parse(
+            "agent:\n  command: [a]\nservice_errors: {wait_secs: 30, max_waits: 2}\n",
+            std::path::Path::new("config.yaml"),
+        )
+        .unwrap();
+        let outage = crate::agent::Setback {
+            kind: crate::agent::SetbackKind::Outage,
+            text: "API Error: 529 Overloaded".into(),
+        };
+        let held = |in_a_row| Judged::HeldUp {
+            hold: Hold::new(&outage, in_a_row, &config, crate::base::time::now()),
+            in_a_row,
+        };
+        let wait = transition(&provisional(1), &held(2));
+        assert_eq!(
+            (wait.change, wait.exit_code),
+            (Change::Keep, exit_codes::CONTINUE)
+        );
+        assert!(wait
+            .message
+            .contains("(wait 2 of 2, not counted as an iteration)"));
+        let stop = transition(&provisional(1), &held(3));
+        assert!(matches!(stop.change, Change::Note(ref why) if why.contains("after 2 waits")));
+        assert_eq!(stop.exit_code, exit_codes::GUARDRAIL);
+        let over = transition(
+            &provisional(3),
+            &Judged::OverBudget("stopped: the time budget ran out".into()),
+        );
+        assert!(matches!(over.change, Change::Note(_)));
+        assert_eq!(over.exit_code, exit_codes::GUARDRAIL);
+        assert!(over
+            .message
+            .ends_with("raise the budget in config.yaml to go on"));
+    }
+
+    #[test]
     fn an_interrupt_leaves_the_feature_provisional() {
         let interrupted = transition(&provisional(1), &Judged::Interrupted);
         assert_eq!(interrupted.change, Change::Keep);
