@@ -187,7 +187,7 @@ pub fn replace_if_unchanged(
     let (dir, name) = Dir::parent_of(path)?;
     dir.refuse_link(&name)?;
     let temp = swap_name(&name, bytes, expected.unwrap_or_default());
-    let result = write_temp(&dir, &temp, bytes, Flush::Yes).and_then(|()| match expected {
+    let result = write_swap(&dir, &temp, &name, bytes).and_then(|()| match expected {
         None => place_if_absent(&dir, &temp, &name).map(|placed| match placed {
             true => Replaced::Done,
             false => Replaced::Changed,
@@ -202,6 +202,18 @@ pub fn replace_if_unchanged(
         }
     }
     result.and_then(|replaced| dir.sync().map(|()| replaced))
+}
+
+/// Writes the new bytes under a plain temp name, then renames them to the swap name `swap`: a
+/// swap file always holds whole bytes, so the sweep can tell a hand edit swapped out from a
+/// writer killed mid-write (which leaves only a temp file, swept as such).
+fn write_swap(dir: &Dir, swap: &OsStr, name: &OsStr, bytes: &[u8]) -> io::Result<()> {
+    let temp = temp_name(name);
+    let result = write_temp(dir, &temp, bytes, Flush::Yes).and_then(|()| dir.rename(&temp, swap));
+    if result.is_err() {
+        let _ = dir.remove_file(&temp);
+    }
+    result
 }
 
 fn read_if_present(dir: &Dir, name: &OsStr) -> io::Result<Option<Vec<u8>>> {

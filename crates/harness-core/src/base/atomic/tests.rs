@@ -213,6 +213,63 @@ fn the_sweep_puts_back_a_hand_edit_a_killed_replacement_swapped_out() {
     );
 }
 
+/// Regression: a curator killed while writing its new summary.md left a swap file holding part
+/// of the new bytes; the next pass's sweep took it for a hand edit and kept it beside the file.
+#[test]
+fn a_replacement_killed_at_any_instant_leaves_nothing_taken_for_an_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("summary.md");
+    let versions = writer_versions();
+    fs::write(&path, &versions[0]).unwrap();
+    for round in 0..80u64 {
+        let mut writer = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "base::atomic::tests::replacing_writer",
+                "--ignored",
+            ])
+            .env("HARNESS_TEST_WRITER_FILE", &path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Spread over the start-up and a few replacements (each some milliseconds).
+        std::thread::sleep(Duration::from_millis(5 + round * 7 % 60));
+        writer.kill().unwrap();
+        writer.wait().unwrap();
+        sweep_stale_temps(dir.path());
+        let held = fs::read(&path).unwrap();
+        assert!(versions.contains(&held), "round {round}: neither version");
+        assert_eq!(names(dir.path()), ["summary.md"], "round {round}");
+    }
+}
+
+/// Two versions of a file large enough that writing one takes a while.
+fn writer_versions() -> [Vec<u8>; 2] {
+    [b'a', b'b'].map(|byte| {
+        let mut bytes = vec![byte; 4 << 20];
+        bytes.push(b'\n');
+        bytes
+    })
+}
+
+/// Not a test of its own: the writer the test above kills, run in a process of its own. It
+/// replaces the file with its other version, again and again.
+#[test]
+#[ignore = "run by a_replacement_killed_at_any_instant_leaves_nothing_taken_for_an_edit"]
+fn replacing_writer() {
+    let Some(path) = std::env::var_os("HARNESS_TEST_WRITER_FILE") else {
+        return;
+    };
+    let path = PathBuf::from(path);
+    let versions = writer_versions();
+    loop {
+        let held = fs::read(&path).unwrap();
+        let next = &versions[usize::from(held == versions[0])];
+        replace_if_unchanged(&path, Some(&held), next).unwrap();
+    }
+}
+
 #[test]
 fn leftover_names_are_read_back() {
     let parsed = Leftover::parse(".state.json.tmp.12.3").unwrap();
