@@ -347,6 +347,11 @@ fn the_codex_preset_waits_out_a_lost_stream_once_codex_gives_up() {
 /// A project whose validator (the claude preset's output, two waits allowed) meets the CLI's
 /// overload error `held` times, then passes; the worker completes once. Then `./run.sh F-001`.
 fn validator_held_up(held: usize) -> (Project, Output) {
+    validator_held_up_with(held, "")
+}
+
+/// [`validator_held_up`], with `more` config (YAML lines).
+fn validator_held_up_with(held: usize, more: &str) -> (Project, Output) {
     let overloaded = format!(
         "      - [cat: {:?}, exit: 1]\n",
         fixture("claude_overloaded.jsonl")
@@ -360,7 +365,7 @@ fn validator_held_up(held: usize) -> (Project, Output) {
     let project = Project::new(ONE_FEATURE, &scenario);
     project.config(
         "output_format: claude-stream-json\n",
-        "validate: true\nservice_errors: {wait_secs: 0, max_waits: 2}\n",
+        &format!("validate: true\nservice_errors: {{wait_secs: 0, max_waits: 2}}\n{more}"),
     );
     let out = project.run(&["F-001"]);
     (project, out)
@@ -397,6 +402,56 @@ fn a_validator_held_up_by_the_service_waits_and_validates_again_never_rejecting(
 }
 
 #[test]
+fn the_hooks_hear_of_the_validators_waits() {
+    // Regression: only the worker's waits reached the rate_limit_wait hook.
+    let heard = tempfile::NamedTempFile::new().unwrap();
+    let hook = format!(
+        "hooks: {{rate_limit_wait: [{{command: \"cat >> '{}'\"}}]}}\n",
+        heard.path().display()
+    );
+    let (_project, out) = validator_held_up_with(2, &hook);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let waits: Vec<serde_json::Value> = std::fs::read_to_string(heard.path())
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let said: Vec<_> = waits
+        .iter()
+        .map(|w| (w["outcome"].clone(), w["wait_number"].clone()))
+        .collect();
+    assert_eq!(
+        said,
+        [("service_error", 1), ("service_error", 2)].map(|(o, n)| (o.into(), n.into())),
+        "{waits:#?}"
+    );
+}
+
+#[test]
+fn a_failing_wait_hook_stops_the_validator_with_the_feature_still_provisional() {
+    let hook = "hooks: {rate_limit_wait: [{command: \"exit 3\", on_error: stop}]}\n";
+    let (project, out) = validator_held_up_with(1, hook);
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert!(stderr.contains("(on_error: stop)"), "{stderr}");
+    let state = project.state("F-001");
+    assert_eq!(state["status"], "provisional", "{state:#}");
+    // Without the hook, a re-run validates it; the worker does not run again.
+    project.config(
+        "output_format: claude-stream-json\n",
+        "validate: true\nservice_errors: {wait_secs: 0, max_waits: 2}\n",
+    );
+    let again = project.run(&["F-001"]);
+    assert_eq!(code(&again), 0, "{}", text(&again.stderr));
+    let state = project.state("F-001");
+    assert_eq!(
+        (&state["status"], &state["iteration_count"]),
+        (&"done".into(), &1.into()),
+        "{state:#}"
+    );
+}
+
+#[test]
 fn a_validator_out_of_waits_stops_provisional_and_a_re_run_validates_it() {
     let (project, out) = validator_held_up(3);
     let stderr = text(&out.stderr);
@@ -427,13 +482,14 @@ fn a_validator_out_of_waits_stops_provisional_and_a_re_run_validates_it() {
 #[test]
 fn a_budget_run_out_during_validation_leaves_the_feature_provisional() {
     // Regression: the validator stopped by a budget rejected the feature, as if it had failed.
+    // The worker has 3 s, under load too; the validator, which sleeps 8, runs past them.
     let project = Project::new(
         ONE_FEATURE,
-        "scripts:\n  - match: {role: validator}\n    steps:\n      - [sleep: 3, print: '<verdict>PASS</verdict>']\n  - steps:\n      - [promise: true]\n",
+        "scripts:\n  - match: {role: validator}\n    steps:\n      - [sleep: 8, print: '<verdict>PASS</verdict>']\n  - steps:\n      - [promise: true]\n",
     );
     project.config(
         "",
-        "validate: true\nbudgets:\n  feature: {max_wall_secs: 1}\n",
+        "validate: true\nbudgets:\n  feature: {max_wall_secs: 3}\n",
     );
     let out = project.run(&["F-001"]);
     let stderr = text(&out.stderr);

@@ -148,13 +148,17 @@ impl Transition {
         }
     }
 
-    /// A hook with `on_error: stop` failed (`failure` says how): the feature stops there,
-    /// resumable (exit 2).
-    pub fn stopped_by_hook(feature: &FeatureId, failure: &str) -> Self {
+    /// A hook with `on_error: stop` failed (`failure` says how): the feature in `state` stops
+    /// there, resumable (exit 2). A provisional feature stays provisional, for the validator.
+    pub fn stopped_by_hook(state: &RunState, failure: &str) -> Self {
+        let change = match state.status {
+            Status::Provisional => Change::Note(failure.to_string()),
+            _ => Change::Pause(failure.to_string()),
+        };
         Self::new(
-            Change::Pause(failure.to_string()),
+            change,
             exit_codes::GUARDRAIL,
-            format!("{feature} stopped: {failure} (on_error: stop)\nhint: fix the hook or its on_error in config.yaml, then run it again to resume"),
+            format!("{} stopped: {failure} (on_error: stop)\nhint: fix the hook or its on_error in config.yaml, then run it again to resume", state.feature_id),
         )
     }
 }
@@ -897,7 +901,7 @@ impl Session {
         if report.exit_code != exit_codes::CONTINUE {
             return Ok(report);
         }
-        let stop = Transition::stopped_by_hook(&self.state.feature_id, &failure);
+        let stop = Transition::stopped_by_hook(&self.state, &failure);
         let report = self.apply(stop, &place.state, time::now())?;
         self.save()?;
         Ok(report)
@@ -984,6 +988,25 @@ mod tests {
         let dir = StateDir::new("/nonexistent/.harness");
         assert!(change_state(&mut state, change, &dir, at(9)).unwrap());
         state
+    }
+
+    #[test]
+    fn a_failed_hook_pauses_a_feature_but_leaves_a_provisional_one_for_the_validator() {
+        let mut running = RunState::new(id("F-1"), 10, "P", at(0));
+        running.begin_iteration("r1", at(1));
+        let stop = |state: &RunState| {
+            let transition = Transition::stopped_by_hook(state, "the hook failed");
+            assert_eq!(transition.exit_code, exit_codes::GUARDRAIL);
+            change(state.clone(), transition.change)
+        };
+        let paused = stop(&running);
+        assert_eq!(paused.status, Status::Pending);
+        running.status = Status::Provisional;
+        let kept = stop(&running);
+        assert_eq!(
+            (kept.status, kept.reason.as_deref()),
+            (Status::Provisional, Some("the hook failed"))
+        );
     }
 
     #[test]

@@ -8,15 +8,15 @@ use serde::Serialize;
 use crate::agent::{AgentRun, End};
 use crate::base::error::InputError;
 use crate::base::exit_codes;
-use crate::base::signals;
 use crate::base::text::tail_chars;
 use crate::base::time::{self, Timestamp};
 use crate::roles::attempt::{
     Attempt, Change, FeatureRequest, OutputFigures, Place, RoleReport, Session, Transition,
 };
 use crate::roles::inputs::{InputMemo, Layers};
+use crate::roles::lifecycle::events::AttemptFields;
 use crate::roles::prompt::{feature_spec, Prompt, RuntimeContext};
-use crate::roles::worker::{held_up, Hold};
+use crate::roles::worker::{held_up, wait_out, Hold};
 use crate::spec::config::{AgentConfig, Config};
 use crate::spec::features::{Feature, FeatureId};
 use crate::spec::role::Role;
@@ -384,12 +384,21 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
     let verdict = match judged {
         Judged::Verdict(verdict) => verdict,
         undecided => {
-            let id = session.state.feature_id.clone();
-            let report = stop_undecided(session, place, (&attempt, &run), transition, outcome)?;
-            return Ok(match &undecided {
-                Judged::HeldUp { hold, .. } => wait_out(report, hold, &id),
-                _ => report,
-            });
+            let report =
+                stop_undecided(&mut session, place, (&attempt, &run), transition, outcome)?;
+            return match &undecided {
+                // Out of waits, the report stands.
+                Judged::HeldUp { hold, in_a_row } if report.exit_code == exit_codes::CONTINUE => {
+                    let fields = AttemptFields::new(
+                        attempt.run_id.as_str(),
+                        (attempt.iteration, attempt.max_iterations),
+                        None,
+                    );
+                    let waited = (fields, hold, *in_a_row);
+                    wait_out(report, &mut session, place, waited, "validating again")
+                }
+                _ => Ok(report),
+            };
         }
     };
     let feature = session.state.feature_id.clone();
@@ -433,7 +442,7 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
 /// Records the end of a validator's run that gave no verdict (`outcome`) and applies
 /// `transition`: the feature stays provisional.
 fn stop_undecided(
-    mut session: Session,
+    session: &mut Session,
     place: &Place,
     (attempt, run): (&Attempt, &AgentRun),
     transition: Transition,
@@ -443,29 +452,6 @@ fn stop_undecided(
     let report = session.apply(transition, &place.state, time::now())?;
     session.save()?;
     Ok(report)
-}
-
-/// A setback waited out (`report` says so, once) before the validator runs again (exit 10:
-/// run.sh goes round, the worker handing the provisional feature straight back); an interrupt
-/// during the wait stops it, resumable. Out of waits, `report` stands.
-fn wait_out(report: RoleReport, hold: &Hold, id: &FeatureId) -> RoleReport {
-    if report.exit_code != exit_codes::CONTINUE {
-        return report;
-    }
-    eprintln!("validator: {}", report.message);
-    match signals::sleep(hold.wait) {
-        Some(signal) => RoleReport {
-            exit_code: exit_codes::INTERRUPTED,
-            message: format!(
-                "{id} interrupted by {} while waiting; run it again to resume",
-                signals::name(signal)
-            ),
-        },
-        None => RoleReport {
-            exit_code: exit_codes::CONTINUE,
-            message: format!("{id}: waited; validating again"),
-        },
-    }
 }
 
 /// The notes' section of a rejection: the validator's reasons, for the worker's next attempt.

@@ -977,7 +977,7 @@ fn iterate(
     let start = session.scene(place).iteration_start(fields.clone());
     if let Some(stop) = session.tell(place, &[start])? {
         return session.stop(
-            Transition::stopped_by_hook(&session.state.feature_id, &stop),
+            Transition::stopped_by_hook(&session.state, &stop),
             &place.state,
         );
     }
@@ -1040,7 +1040,13 @@ fn iterate(
         // hook that stopped the run leaves nothing to wait for.
         (Decision::Wait, Some(hold)) if report.exit_code == exit_codes::CONTINUE => {
             let wait_number = judgement.streaks.held_in_a_row;
-            wait_out(report, session, place, (fields, hold, wait_number))
+            wait_out(
+                report,
+                session,
+                place,
+                (fields, hold, wait_number),
+                "trying again",
+            )
         }
         _ => {
             carry.tree = Some(after);
@@ -1271,15 +1277,16 @@ fn note_outcome(judgement: &Judgement, message: &str) -> String {
 }
 
 /// A setback: `report`'s line ("waiting …") is printed now, once, and the hooks hear of the
-/// wait; after it the loop goes on with the next attempt, or stops on the interrupt that came
-/// during the wait, resumable.
-fn wait_out(
+/// wait; after it the role runs again (`again` says how: "trying again"), or stops on the
+/// interrupt that came during the wait, resumable. The worker's and the validator's waits.
+pub fn wait_out(
     report: RoleReport,
     session: &mut Session,
     place: &Place,
     (fields, hold, wait_number): (AttemptFields, &Hold, u32),
+    again: &str,
 ) -> anyhow::Result<RoleReport> {
-    eprintln!("worker: {}", report.message);
+    eprintln!("{}: {}", session.role, report.message);
     let details = Details::RateLimit {
         outcome: hold.setback.kind.outcome(),
         wait_secs: hold.wait.as_secs(),
@@ -1290,13 +1297,13 @@ fn wait_out(
     let payload = session
         .scene(place)
         .rate_limit_wait(fields, details, &report.message);
-    let feature = session.state.feature_id.clone();
     if let Some(failure) = session.tell(place, &[payload])? {
         return session.stop(
-            Transition::stopped_by_hook(&feature, &failure),
+            Transition::stopped_by_hook(&session.state, &failure),
             &place.state,
         );
     }
+    let feature = &session.state.feature_id;
     let wait = hold.wait;
     match signals::sleep(wait) {
         Some(signal) => Ok(RoleReport {
@@ -1308,7 +1315,7 @@ fn wait_out(
         }),
         None => Ok(RoleReport {
             exit_code: report.exit_code,
-            message: format!("{feature}: waited {}; trying again", seconds_in_words(wait)),
+            message: format!("{feature}: waited {}; {again}", seconds_in_words(wait)),
         }),
     }
 }
