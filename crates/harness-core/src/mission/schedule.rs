@@ -290,7 +290,7 @@ impl Counts {
                 Status::Failed if state.reason.as_deref().is_some_and(is_phase_cap_reason) => {
                     counts.phase_cap += 1;
                 }
-                Status::Failed if state.reason.as_deref().is_some_and(is_guardrail_reason) => {
+                Status::Failed if state.failed_at_guardrail() => {
                     counts.guardrail += 1;
                     counts.guardrail_max = counts.guardrail_max.max(state.max_iterations);
                 }
@@ -307,11 +307,6 @@ impl Counts {
         }
         counts
     }
-}
-
-/// Whether a failure's reason is the iteration guardrail (which `--max-iterations` raises).
-fn is_guardrail_reason(reason: &str) -> bool {
-    reason.contains("max_iterations")
 }
 
 /// The outcome of the mission: see [`MissionOutcome`].

@@ -373,10 +373,21 @@ impl RunState {
         recovered
     }
 
-    /// Whether a guardrail of `max_iterations` makes this feature resumable: it failed, and that
-    /// many iterations leave it some.
+    /// Whether it failed at its iteration guardrail: the reasons the worker and the validator
+    /// give then start `max_iterations (N) reached`. Not a phase's own cap (config.yaml raises
+    /// that), nor a stall (`replan` mends that).
+    pub fn failed_at_guardrail(&self) -> bool {
+        self.status == Status::Failed
+            && self
+                .reason
+                .as_deref()
+                .is_some_and(|reason| reason.starts_with("max_iterations ("))
+    }
+
+    /// Whether a guardrail of `max_iterations` makes this feature resumable: it failed at its
+    /// guardrail, and that many iterations leave it some.
     pub fn reopened_by(&self, max_iterations: u32) -> bool {
-        self.status == Status::Failed && self.iteration_count < max_iterations
+        self.failed_at_guardrail() && self.iteration_count < max_iterations
     }
 
     /// Raises (or sets) the guardrail; a failed feature that now has iterations left is resumable.
@@ -552,15 +563,35 @@ mod tests {
     }
 
     #[test]
-    fn raising_the_guardrail_reopens_a_failed_feature() {
+    fn raising_the_guardrail_reopens_a_feature_failed_at_it() {
         let mut state = state();
         state.iteration_count = 3;
-        state.status = Status::Failed;
+        state.fail(
+            "max_iterations (3) reached without completion".into(),
+            at(1),
+        );
         state.set_max_iterations(3, at(1));
         assert_eq!(state.status, Status::Failed);
         state.set_max_iterations(5, at(2));
         assert_eq!(state.status, Status::Pending);
         assert_eq!(state.max_iterations, 5);
+    }
+
+    /// Regression: `all --max-iterations N` reopened a feature failed at a phase's own cap,
+    /// which then failed again at once.
+    #[test]
+    fn raising_the_guardrail_leaves_other_failures_failed() {
+        for reason in [
+            "phase plan's max_iterations (2) reached without passing its gate",
+            "stalled: 3 iterations in a row changed nothing in the working tree",
+        ] {
+            let mut state = state();
+            state.iteration_count = 3;
+            state.fail(reason.into(), at(1));
+            assert!(!state.reopened_by(10), "{reason}");
+            state.set_max_iterations(10, at(2));
+            assert_eq!(state.status, Status::Failed, "{reason}");
+        }
     }
 
     #[test]
