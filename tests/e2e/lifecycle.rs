@@ -6,7 +6,9 @@ use std::path::Path;
 
 use harness_core::spec::config::{Config, Event};
 use harness_core::spec::init::{uncommented, CONFIG_TEMPLATE};
-use harness_tests::{code, pairs, processes_matching, text, wait_for, write_executable, Project};
+use harness_tests::{
+    code, json_lines, pairs, processes_matching, text, wait_for, write_executable, Project,
+};
 
 const ONE_FEATURE: &str =
     "features:\n  - id: F-001\n    title: Hello\n    acceptance:\n      - fixed.txt exists\n";
@@ -277,11 +279,7 @@ scripts:
         1
     );
 
-    let payloads: Vec<serde_json::Value> = std::fs::read_to_string(&events)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
-        .collect();
+    let payloads = json_lines(&std::fs::read_to_string(&events).unwrap());
     let first = |event: &str| {
         payloads
             .iter()
@@ -416,11 +414,7 @@ fn check_payloads(first: &dyn Fn(&str) -> serde_json::Value) {
 
 /// `hooks/runs.jsonl` records every run; only the failed ones keep their output.
 fn check_records(project: &Project) {
-    let records: Vec<serde_json::Value> = project
-        .read_state("hooks/runs.jsonl")
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+    let records = json_lines(&project.read_state("hooks/runs.jsonl"));
     let failed: Vec<&serde_json::Value> = records
         .iter()
         .filter(|r| r["outcome"] != "passed")

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use harness_tests::{code, repo_root, text, wait_at_most, write_executable, Project};
+use harness_tests::{code, json_lines, repo_root, text, wait_at_most, write_executable, Project};
 
 const ONE_FEATURE: &str = "features:\n  - id: F-001\n    title: Hello\n";
 
@@ -161,11 +161,7 @@ fn a_service_error_is_waited_out_with_back_off_and_not_counted() {
         outcomes(&project),
         ["service_error", "service_error", "completed"]
     );
-    let waits: Vec<serde_json::Value> = std::fs::read_to_string(&heard)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+    let waits = json_lines(&std::fs::read_to_string(&heard).unwrap());
     let said: Vec<_> = waits
         .iter()
         .map(|w| {
@@ -411,11 +407,7 @@ fn the_hooks_hear_of_the_validators_waits() {
     );
     let (_project, out) = validator_held_up_with(2, &hook);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
-    let waits: Vec<serde_json::Value> = std::fs::read_to_string(heard.path())
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+    let waits = json_lines(&std::fs::read_to_string(heard.path()).unwrap());
     let said: Vec<_> = waits
         .iter()
         .map(|w| (w["outcome"].clone(), w["wait_number"].clone()))

@@ -395,6 +395,13 @@ pub fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 /// Output bytes as text.
+/// The JSON values of `text`, one a line (a hook's payloads, `hooks/runs.jsonl`).
+pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
