@@ -324,9 +324,38 @@ fn the_harnesss_own_records_never_show_as_untracked_and_an_older_gitignore_is_co
     let gitignore = project.read_state(".gitignore");
     assert!(gitignore.starts_with(older), "{gitignore}");
     assert!(
-        gitignore.ends_with("/plan.json\n/curator.json\n/mission-id\n/hooks/\n"),
+        gitignore
+            .ends_with("/plan.json\n/curator.json\n/mission-id\n/hooks/\n/.*.tmp.*\n/.*.swap.*\n"),
         "{gitignore}"
     );
+}
+
+#[test]
+fn what_a_killed_write_left_in_the_state_directory_never_shows_and_goes_at_the_next_run() {
+    // Regression: a run killed while writing report.html left `.report.html.tmp.<pid>.0` in
+    // .harness/: untracked in `git status` (an agent's `git add -A` would commit it), and still
+    // there after a later run that found every feature done (no feature lock, so no sweep).
+    let project = Project::new(TWO, "steps: [[promise: true]]\n");
+    assert_eq!(code(&project.run(&["all", "-q"])), 0);
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let leftovers = [
+        format!(".report.html.tmp.{dead}.0"),
+        format!(".summary.md.tmp.{dead}.3"),
+    ];
+    for name in &leftovers {
+        project.write_state(name, "half");
+    }
+    let untracked = project.git(&["status", "--porcelain", "--untracked-files=all"]);
+    assert!(!untracked.contains(".tmp."), "{untracked}");
+    assert_eq!(code(&project.run(&["all", "-q"])), 0);
+    for name in &leftovers {
+        assert!(
+            !project.state_dir().join(name).exists(),
+            "{name} is still there"
+        );
+    }
 }
 
 #[test]

@@ -171,6 +171,8 @@ pub const GITIGNORE_TEMPLATE: &str = r#"# The harness's run-time state stays out
 /curator.json
 /mission-id
 /hooks/
+/.*.tmp.*
+/.*.swap.*
 "#;
 
 /// The entries of [`GITIGNORE_TEMPLATE`] that the .gitignore of the state directory lacks are

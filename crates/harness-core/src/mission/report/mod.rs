@@ -169,8 +169,11 @@ pub fn load(state_dir: &StateDir, report_dir: &Path, now: Timestamp) -> Result<I
     })
 }
 
-/// Generates the report of `state_dir` and writes it atomically to `output`.
+/// Generates the report of `state_dir` and writes it atomically to `output`. It is written at
+/// the end of every run, so it first clears what killed writers left in `.harness/` itself (a
+/// run that finds every feature done takes no feature's lock, whose sweep would do it).
 pub fn write_report(state_dir: &StateDir, output: &Path, now: Timestamp) -> anyhow::Result<()> {
+    crate::base::atomic::sweep_stale_temps(state_dir.root());
     let output = std::path::absolute(output)
         .with_context(|| format!("bad output path {}", output.display()))?;
     let dir = output.parent().unwrap_or(Path::new("/"));
