@@ -229,10 +229,11 @@ fn merge(
 }
 
 /// Removes the worktree of a feature whose work is merged, and its branch unless something was
-/// added to it since.
+/// added to it since; a merge of it that a kill left looking unfinished is finished too.
 pub fn remove(worktree: &Worktree, state: &StateDir) -> anyhow::Result<()> {
     let main = &worktree.main;
     let _lock = Lock::acquire(&state.git_lock())?;
+    git::merge::clear_finished_merge(main)?;
     worktrees::remove(main, &worktree.path)?;
     if let Some(now) = git::commit_of(main, &format!("refs/heads/{}", worktree.branch)) {
         if git::is_ancestor(main, &now, &worktree.base_branch) {

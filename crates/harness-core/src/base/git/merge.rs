@@ -10,6 +10,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use anyhow::Context;
+
 use super::worktrees::{checkouts, ref_lock, registrations};
 use super::{common_dir, git, git_dir, is_ancestor, run, run_untrimmed, stale};
 
@@ -32,6 +34,7 @@ pub fn merge_no_ff(
     message: &str,
 ) -> anyhow::Result<Merge> {
     clear_stale_locks(main, &[base, branch])?;
+    clear_finished_merge(main)?;
     if is_ancestor(main, tip, base) {
         return Ok(Merge::Merged);
     }
@@ -66,6 +69,32 @@ fn clear_stale_locks(main: &Path, branches: &[&str]) -> anyhow::Result<()> {
         .filter(|other| *other != tree)
         .collect();
     stale::remove_stale(&locks, main, &others);
+    Ok(())
+}
+
+/// Git's own last step of a merge, done for a merge killed after its commit: MERGE_HEAD names
+/// commits that HEAD holds already, so the merge is over, and its state files go (left, they
+/// would make every later merge refuse, and the user's tree look mid-merge). No merge in
+/// progress can name such commits: git merges nothing that is in HEAD already. The caller
+/// serialises git operations on `main`.
+pub fn clear_finished_merge(main: &Path) -> anyhow::Result<()> {
+    let dir = git_dir(main)?;
+    let Ok(text) = std::fs::read_to_string(dir.join("MERGE_HEAD")) else {
+        return Ok(());
+    };
+    let heads: Vec<&str> = text.split_whitespace().collect();
+    if heads.is_empty() || !heads.iter().all(|head| is_ancestor(main, head, "HEAD")) {
+        return Ok(());
+    }
+    for name in ["MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"] {
+        match std::fs::remove_file(dir.join(name)) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                return Err(error)
+                    .with_context(|| format!("cannot remove {}", dir.join(name).display()))
+            }
+            _ => {}
+        }
+    }
     Ok(())
 }
 
@@ -322,6 +351,42 @@ mod tests {
             "mine\n"
         );
         assert!(!is_ancestor(&main, &tip, "main"));
+    }
+
+    /// Regression: a merge killed after its commit and before git removed MERGE_HEAD left the
+    /// main tree "merging" for ever: every other feature's merge was refused as "another merge
+    /// is in progress", and the mission never ended.
+    #[test]
+    fn a_merge_killed_after_its_commit_leaves_no_merge_in_progress() {
+        let (_dir, main, tip) = repository();
+        git_ok(&main, &["checkout", "-q", "-b", "c"]);
+        std::fs::write(main.join("c.txt"), "c\n").unwrap();
+        git_ok(&main, &["add", "-A"]);
+        git_ok(&main, &["commit", "-q", "-m", "c"]);
+        git_ok(&main, &["checkout", "-q", "main"]);
+        let c = commit_of(&main, "c").unwrap();
+        assert_eq!(
+            merge_no_ff(&main, "main", "c", &c, "Merge c").unwrap(),
+            Merge::Merged
+        );
+        // What the kill left: the merge committed, its MERGE_HEAD and MERGE_MSG still there.
+        std::fs::write(main.join(".git/MERGE_HEAD"), format!("{c}\n")).unwrap();
+        std::fs::write(main.join(".git/MERGE_MSG"), "Merge c\n").unwrap();
+        assert_eq!(
+            merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap(),
+            Merge::Merged
+        );
+        assert!(is_ancestor(&main, &tip, "main"));
+        assert!(!main.join(".git/MERGE_HEAD").exists());
+        // Found merged already, the stale files go too, so that the user's tree is not "merging".
+        std::fs::write(main.join(".git/MERGE_HEAD"), format!("{tip}\n")).unwrap();
+        assert_eq!(
+            merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap(),
+            Merge::Merged
+        );
+        assert!(!main.join(".git/MERGE_HEAD").exists());
+        assert!(!main.join(".git/MERGE_MSG").exists());
+        assert_eq!(run(&main, &["status", "--porcelain"]).unwrap(), "");
     }
 
     #[test]
