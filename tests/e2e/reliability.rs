@@ -4,7 +4,8 @@
 //! alone, a feature's run.sh, the worker, the validator, the agent, the curator — at least 100
 //! times, seeded and reproducible, and resumed with `./run.sh all` after each; every kill is
 //! followed by a check of the invariants on disk, and each mission must end as an undisturbed run
-//! does. Concurrency: 16 features run at once in one project, each appending 150 memory entries,
+//! does. The same in a git repository with `--parallel 2` (worktrees, merges back), at least 50
+//! kills, each mission ending merged, with no worktree or branch left. Concurrency: 16 features run at once in one project, each appending 150 memory entries,
 //! while the curator runs pass after pass: every entry ends up in raw.md or archive/ exactly once.
 //!
 //! The assertions are about what is on disk, never about timings: the random delays only choose
@@ -467,15 +468,47 @@ fn crash_scenario() -> String {
     scenario
 }
 
-/// A project without git (no worktrees, no stall detection) for the crash mission.
-fn crash_project() -> Project {
-    let project = Project::bare();
-    let out = project.run(&["init"]);
-    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
-    project.write_state(
-        "features.yaml",
-        "features:\n  - id: F-001\n    title: One\n  - id: F-002\n    title: Two\n    depends_on: [F-001]\n  - id: F-003\n    title: Three\n",
-    );
+/// How the crash mission runs.
+#[derive(Debug, Clone, Copy)]
+enum Mode {
+    /// In a directory without git (no worktrees, no stall detection), one feature at a time.
+    Plain,
+    /// In a git repository, two features at once, each in its worktree, merged back when done.
+    Parallel,
+}
+
+impl Mode {
+    /// `./run.sh` arguments of the mission.
+    fn args(self) -> &'static [&'static str] {
+        match self {
+            Mode::Plain => &["all", "--quiet"],
+            Mode::Parallel => &["all", "--quiet", "--parallel", "2"],
+        }
+    }
+
+    /// The kills a run makes at least, unless `HARNESS_CRASH_KILLS` says otherwise.
+    fn kills(self) -> u32 {
+        match self {
+            Mode::Plain => KILLS,
+            Mode::Parallel => KILLS / 2,
+        }
+    }
+}
+
+const CRASH_FEATURES_YAML: &str = "features:\n  - id: F-001\n    title: One\n  - id: F-002\n    title: Two\n    depends_on: [F-001]\n  - id: F-003\n    title: Three\n";
+
+/// A project for the crash mission (stall detection off).
+fn crash_project(mode: Mode) -> Project {
+    let project = match mode {
+        Mode::Plain => {
+            let project = Project::bare();
+            let out = project.run(&["init"]);
+            assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+            project.write_state("features.yaml", CRASH_FEATURES_YAML);
+            project
+        }
+        Mode::Parallel => Project::new(CRASH_FEATURES_YAML, ""),
+    };
     project.scenario(&crash_scenario());
     project.config(
         "timeout_secs: 60\nkill_grace_secs: 1\nresult_grace_secs: 5\n",
@@ -484,11 +517,11 @@ fn crash_project() -> Project {
     project
 }
 
-/// The project's own files (not `.harness/`): path and bytes.
+/// The project's own files (not `.harness/`, nor `.git/`): path and bytes.
 fn project_files(project: &Project) -> BTreeMap<PathBuf, Vec<u8>> {
     walkdir::WalkDir::new(&project.workdir)
         .into_iter()
-        .filter_entry(|e| e.file_name() != ".harness")
+        .filter_entry(|e| e.file_name() != ".harness" && e.file_name() != ".git")
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_file())
         .map(|e| {
@@ -510,6 +543,24 @@ fn statuses(project: &Project) -> BTreeMap<String, String> {
             (
                 f.to_string(),
                 project.state(f)["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Each feature's status and reason, to say where a mission that never ends is stuck.
+fn reasons(project: &Project) -> Vec<(String, String)> {
+    CRASH_FEATURES
+        .iter()
+        .map(|f| {
+            let state: serde_json::Value = serde_json::from_slice(
+                &std::fs::read(project.state_dir().join(format!("runs/{f}/state.json")))
+                    .unwrap_or_default(),
+            )
+            .unwrap_or_default();
+            (
+                f.to_string(),
+                format!("{} {}", state["status"], state["reason"]),
             )
         })
         .collect()
@@ -539,7 +590,7 @@ fn ending(project: &Project) -> Ending {
 }
 
 /// `./run.sh all`, as the user would restart it, quiet; its stderr appended to a log file.
-fn start_mission(project: &Project, launches: &mut u32) -> Child {
+fn start_mission(project: &Project, mode: Mode, launches: &mut u32) -> Child {
     *launches += 1;
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -548,7 +599,7 @@ fn start_mission(project: &Project, launches: &mut u32) -> Child {
         .unwrap();
     std::os::unix::process::CommandExt::process_group(
         project
-            .command(&["all", "--quiet"])
+            .command(mode.args())
             .stdout(Stdio::null())
             .stderr(log),
         0,
@@ -595,18 +646,29 @@ fn seed() -> u64 {
 
 #[test]
 fn a_mission_killed_at_random_moments_loses_nothing_and_ends_as_an_undisturbed_one() {
+    crash_inject(Mode::Plain);
+}
+
+/// Kills in `git worktree add`, in a merge back, between a merge and the branch's removal.
+#[test]
+fn a_parallel_mission_in_git_killed_at_random_moments_ends_merged_with_nothing_left() {
+    crash_inject(Mode::Parallel);
+}
+
+/// The crash-injection run of `mode` (see the module's doc).
+fn crash_inject(mode: Mode) {
     let seed = seed();
     let kills_wanted = std::env::var("HARNESS_CRASH_KILLS")
         .ok()
         .and_then(|n| n.parse().ok())
-        .unwrap_or(KILLS);
-    eprintln!("crash injection: seed {seed} (replay with HARNESS_CRASH_SEED={seed})");
+        .unwrap_or(mode.kills());
+    eprintln!("crash injection ({mode:?}): seed {seed} (replay with HARNESS_CRASH_SEED={seed})");
     let mut rng = Rng::new(seed);
     let started = Instant::now();
 
     // The undisturbed run: what every killed mission must end as.
-    let reference = crash_project();
-    let out = reference.run(&["all", "--quiet"]);
+    let reference = crash_project(mode);
+    let out = reference.run(mode.args());
     assert_eq!(
         code(&out),
         0,
@@ -627,7 +689,7 @@ fn a_mission_killed_at_random_moments_loses_nothing_and_ends_as_an_undisturbed_o
     let mut leftover_temps = 0;
     while total(&kills) < kills_wanted {
         missions += 1;
-        let project = crash_project();
+        let project = crash_project(mode);
         let stop = AtomicBool::new(false);
         let curator_failures = Mutex::new(Vec::new());
         let curator_seed = rng.next();
@@ -654,11 +716,12 @@ fn a_mission_killed_at_random_moments_loses_nothing_and_ends_as_an_undisturbed_o
                 }
                 assert!(
                     started.elapsed() < TIME_LIMIT && mission_started.elapsed() < TIME_LIMIT / 2,
-                    "{context}: out of time; run.sh's log ends with:\n{}",
+                    "{context}: out of time; the features: {:?}; run.sh's log ends with:\n{}",
+                    reasons(&project),
                     tail_of(&project.root().join("run-sh.log"), 40)
                 );
                 if driver.is_none() {
-                    driver = Some(start_mission(&project, &mut launches));
+                    driver = Some(start_mission(&project, mode, &mut launches));
                 }
                 if total(&kills) >= kills_wanted {
                     // Enough kills: let the mission finish by itself.
@@ -766,6 +829,9 @@ fn a_mission_killed_at_random_moments_loses_nothing_and_ends_as_an_undisturbed_o
             .count();
         let out = project.run(&["status", "--json"]);
         assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+        if let Mode::Parallel = mode {
+            assert_merged_and_tidy(&project, &format!("seed {seed}, mission {missions}"));
+        }
     }
     for (target, _) in Target::WEIGHTED {
         assert!(
@@ -777,6 +843,34 @@ fn a_mission_killed_at_random_moments_loses_nothing_and_ends_as_an_undisturbed_o
         "crash injection: {} kills {kills:?} over {missions} missions ({launches} launches of run.sh all) in {:?}; an undisturbed mission takes {undisturbed:?}; {leftover_temps} temporary files of killed atomic writes were left behind",
         total(&kills),
         started.elapsed()
+    );
+}
+
+/// A parallel mission's end: every worktree and branch of a feature gone, the project's tree
+/// clean (its work committed on the main branch).
+fn assert_merged_and_tidy(project: &Project, context: &str) {
+    let worktrees = project.git(&["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        worktrees.matches("worktree ").count(),
+        1,
+        "{context}: worktrees left:\n{worktrees}"
+    );
+    let branches = project.git(&["branch", "--list", "harness/*"]);
+    assert!(
+        branches.trim().is_empty(),
+        "{context}: branches left: {branches}"
+    );
+    let status = project.git(&[
+        "status",
+        "--porcelain",
+        "--untracked-files=all",
+        "--",
+        ".",
+        ":(exclude).harness",
+    ]);
+    assert!(
+        status.trim().is_empty(),
+        "{context}: not committed:\n{status}"
     );
 }
 
