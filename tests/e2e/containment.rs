@@ -159,3 +159,52 @@ fn a_setsid_grandchild_does_not_outlive_its_attempt() {
         );
     }
 }
+
+/// Where cgroup v2 is mounted, if its root is the hierarchy's (as on this machine and CI's).
+fn cgroup2_mount_point() -> Option<String> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    mountinfo.lines().find_map(|line| {
+        let (fields, after) = line.split_once(" - ")?;
+        let fields: Vec<&str> = fields.split_whitespace().collect();
+        (after.starts_with("cgroup2 ") && fields.get(3) == Some(&"/"))
+            .then(|| fields.get(4).map(|point| point.to_string()))?
+    })
+}
+
+/// An agent (as root) that moves a child out of its cgroup and its process group, keeping only
+/// the tag: with a cgroup, the
+/// whole machine is looked at for such strays at most once a minute, so the one of a quick
+/// attempt may outlive it, but never the run.
+#[test]
+fn a_process_moved_out_of_its_cgroup_does_not_outlive_the_run() {
+    let n = 6331;
+    let _sleepers = Sleepers(n);
+    let mount = cgroup2_mount_point().expect("a cgroup v2 mount (the containment tests need one)");
+    let project = Project::new(ONE_FEATURE, "steps: []\n");
+    // The first attempt leaves nothing (the scan at its end is the minute's); the second moves
+    // its child to the harness's own cgroup, the parent of its own; the third completes.
+    project.shell_agent(&format!(
+        "if [ ! -e one ]; then touch one; exit 0; fi\n\
+         if [ ! -e two ]; then\n\
+         \x20 touch two\n\
+         \x20 setsid sleep {n} </dev/null >/dev/null 2>&1 &\n\
+         \x20 cg=$(sed -n 's/^0:://p' /proc/self/cgroup)\n\
+         \x20 echo $! > \"{mount}$(dirname \"$cg\")/cgroup.procs\" || exit 9\n\
+         \x20 echo $! > moved.txt\n\
+         \x20 exit 0\n\
+         fi\n\
+         echo '<promise>TASK_COMPLETE</promise>'\n"
+    ));
+    let mut run = project.command(&["F-001"]);
+    let out = containment(&mut run, true).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(
+        project.workdir.join("moved.txt").exists(),
+        "the agent moved its child"
+    );
+    // Ended, perhaps not yet reaped by whoever inherited it: a zombie runs nothing.
+    assert!(
+        sleeping(n).is_empty(),
+        "the process moved out of the cgroup survived the run"
+    );
+}

@@ -168,7 +168,10 @@ pub fn main(name: &str, run: impl FnOnce() -> anyhow::Result<u8>) -> ExitCode {
         eprintln!("{name}: cannot set up signal handling: {error}");
         return ExitCode::from(exit_codes::USAGE);
     }
-    match run() {
+    let result = run();
+    // What an agent moved out of its cgroup does not outlive the process that started it.
+    harness_core::agent::contain::end_strays();
+    match result {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!("{name}: error: {error:#}");

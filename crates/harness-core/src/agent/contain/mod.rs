@@ -9,7 +9,14 @@
 //! - a **cgroup v2** of its own, where the harness may make one (see [`cgroup`]): it holds even a
 //!   process that cleared its environment, and `cgroup.kill` ends all of it at once.
 //!
-//! At the end of an invocation every process of the three is ended. A harness killed with
+//! At the end of an invocation every process of the three is ended: the group and the cgroup at
+//! once; a process that moved itself out of the cgroup keeping the tag (only root can: say,
+//! `systemd-run --scope`) is found by a scan of every process on the machine, which costs
+//! about half a millisecond. Without a cgroup the tag is the only hold, and every invocation's
+//! end scans. With one, a harness process scans at the end of an invocation at most once a
+//! minute ([`STRAY_SCAN_EVERY`]), and when it ends ([`end_strays`]): an agent's attempt of a
+//! minute or more is scanned at its end, as before; a quicker one's stray lives a minute at
+//! most. A harness killed with
 //! SIGKILL cannot do that: the agent itself dies with it (`PR_SET_PDEATHSIG`), and its
 //! descendants are ended by the next harness process of the same project, before it starts
 //! anything ([`sweep_stale`]): those whose tag names a harness process that no longer exists
@@ -34,7 +41,66 @@ const MAX_ROUNDS: usize = 50;
 /// How long an emptied cgroup is waited for before it is left for the next sweep.
 const CGROUP_WAIT: Duration = Duration::from_secs(2);
 
+/// How long a harness process with cgroups goes at most without looking for strays (see the
+/// module's doc).
+const STRAY_SCAN_EVERY: Duration = Duration::from_secs(60);
+
 static INVOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+/// This process's look for strays: the invocations not ended yet (never strays: they end their
+/// own), when it last looked, and whether an invocation ended since without a look.
+struct Strays {
+    live: Vec<u64>,
+    looked: Option<std::time::Instant>,
+    owed: bool,
+}
+
+static STRAYS: std::sync::Mutex<Strays> = std::sync::Mutex::new(Strays {
+    live: Vec::new(),
+    looked: None,
+    owed: false,
+});
+
+fn strays() -> std::sync::MutexGuard<'static, Strays> {
+    STRAYS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Ends what agents of this process's ended invocations left running outside their cgroups
+/// (tagged, moved out), if an invocation ended since the last look; the role binaries call it
+/// as they exit.
+pub fn end_strays() {
+    if std::mem::take(&mut strays().owed) {
+        end_strays_now();
+    }
+}
+
+fn end_strays_now() {
+    let (pid, start) = (std::process::id() as i32, own_start_time());
+    for _ in 0..MAX_ROUNDS {
+        let live = strays().live.clone();
+        let stray = |tag: &str| {
+            Owner::parse(tag).is_some_and(|owner| {
+                owner.pid == pid && owner.start == start && !live.contains(&owner.invocation)
+            })
+        };
+        let mut any = false;
+        for process in procfs::pids()
+            .into_iter()
+            .filter_map(|p| hold_tagged(p, stray))
+        {
+            any |= process.signal(libc::SIGKILL);
+        }
+        if !any {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut strays = strays();
+    strays.looked = Some(std::time::Instant::now());
+    strays.owed = false;
+}
 
 /// The harness process that started an agent, which invocation of it, and for which state
 /// directory.
@@ -142,6 +208,7 @@ fn canonical(path: &Path) -> PathBuf {
 #[derive(Debug)]
 pub struct Containment {
     tag: String,
+    invocation: u64,
     cgroup: Option<Cgroup>,
     /// [`Containment::end`] ran: its cgroup is gone, and nothing tagged was left.
     ended: std::cell::Cell<bool>,
@@ -157,8 +224,10 @@ impl Containment {
         } else {
             Cgroup::create(&owner.cgroup_name())
         };
+        strays().live.push(owner.invocation);
         Self {
             tag: owner.tag(),
+            invocation: owner.invocation,
             cgroup,
             ended: std::cell::Cell::new(false),
         }
@@ -185,8 +254,8 @@ impl Containment {
     /// Sends `signal` to the agent's processes — with `whole_cgroup` and a cgroup, every process
     /// of the cgroup (a sandbox's own processes too, untagged), else every tagged process;
     /// whether any process got it. The cgroup holds every process of the agent but one that
-    /// moved itself out of it, which [`Containment::end`] finds by its tag: the scan of every
-    /// process on the machine is left to that one time.
+    /// moved itself out of it, which the look for strays finds by its tag (see the module's
+    /// doc): the scan of every process on the machine is left to that.
     pub fn signal(&self, signal: i32, whole_cgroup: bool) -> bool {
         if let (true, Some(cgroup)) = (whole_cgroup, &self.cgroup) {
             let mut any = false;
@@ -204,22 +273,35 @@ impl Containment {
         any
     }
 
-    /// Whether any process of the invocation is left.
+    /// Whether any process of the invocation is left: in its cgroup, or without one, tagged.
     pub fn any_left(&self) -> bool {
-        self.cgroup
-            .as_ref()
-            .is_some_and(|c| !c.members().is_empty())
-            || !self.tagged().is_empty()
+        match &self.cgroup {
+            Some(cgroup) => !cgroup.members().is_empty(),
+            None => !self.tagged().is_empty(),
+        }
     }
 
     /// Ends every process of the invocation (the cgroup at once, then the tagged ones until none
-    /// is left, forks included) and removes its cgroup.
+    /// is left, forks included) and removes its cgroup. With a cgroup, the tagged ones that left
+    /// it are looked for now only if the last look is a minute old (see the module's doc).
     pub fn end(&self) {
         if self.ended.replace(true) {
             return;
         }
+        strays().live.retain(|&live| live != self.invocation);
         if let Some(cgroup) = &self.cgroup {
             cgroup.kill_and_remove(CGROUP_WAIT);
+            let due = {
+                let mut strays = strays();
+                strays.owed = true;
+                strays
+                    .looked
+                    .is_none_or(|looked| looked.elapsed() >= STRAY_SCAN_EVERY)
+            };
+            if due {
+                end_strays_now();
+            }
+            return;
         }
         for _ in 0..MAX_ROUNDS {
             let mut any = false;
