@@ -86,8 +86,7 @@ pub fn check_spec(
     state_dir: &StateDir,
     feature: &FeatureId,
 ) -> Result<(Config, Feature), InputError> {
-    state_dir.require_initialised()?;
-    state_dir.refuse_links(Some(feature))?;
+    state_dir.require_initialised_for(feature)?;
     let config = parsed(&mut memo.config, &state_dir.config(), Config::parse)?.clone();
     let features = parsed(
         &mut memo.features,

@@ -46,6 +46,18 @@ impl StateDir {
     /// one of its files or directories is a symbolic link (see [`StateDir::refuse_links`]).
     pub fn require_initialised(&self) -> Result<(), InputError> {
         self.refuse_links(None)?;
+        self.require_config()
+    }
+
+    /// [`StateDir::require_initialised`], the links of `feature`'s files refused too: one look
+    /// at each path.
+    pub fn require_initialised_for(&self, feature: &FeatureId) -> Result<(), InputError> {
+        self.refuse_links(Some(feature))?;
+        self.require_config()
+    }
+
+    /// Fails unless the state directory has its config.yaml.
+    fn require_config(&self) -> Result<(), InputError> {
         if fs::is_file(&self.config()) {
             return Ok(());
         }

@@ -113,8 +113,14 @@ pub fn remove_if_empty(dir: &Path) {
 }
 
 /// The harness's own cgroup v2 directory, when cgroup v2 is mounted and it may make children
-/// there.
+/// there. Looked up once: a process's cgroup is where it was started, and reading mountinfo
+/// every attempt cost more than making the cgroup.
 fn own_dir() -> Option<PathBuf> {
+    static OWN: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    OWN.get_or_init(look_up_own_dir).clone()
+}
+
+fn look_up_own_dir() -> Option<PathBuf> {
     let own = procfs::cgroup_of(std::process::id() as i32)?;
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     let (mount_root, mount_point) = cgroup2_mount(&mountinfo)?;
