@@ -188,6 +188,9 @@ pub struct Attempt {
     echo: bool,
     agent: AgentConfig,
     launcher: Launcher,
+    /// The prompt [`Attempt::save_prompt`] saved, and as it was redacted: [`Attempt::run`] sends
+    /// that without scanning it again.
+    saved: std::cell::OnceCell<(String, String)>,
 }
 
 impl Attempt {
@@ -228,6 +231,7 @@ impl Attempt {
             echo: place.echo,
             agent: config.agent_for(role).clone(),
             launcher,
+            saved: Default::default(),
         }
     }
 
@@ -249,16 +253,25 @@ impl Attempt {
         fs::create_dir_all(run_dir)
             .with_context(|| format!("cannot create {}", run_dir.display()))?;
         let path = run_dir.join("prompt.md");
-        let prompt = Redactor::from_process_env().redact(prompt);
+        let redacted = self.redactor().redact(prompt).into_owned();
         // An attempt's logs are not flushed (the durability policy): a power cut may lose them.
-        if let Err(error) = replace(&path, prompt.as_bytes(), Flush::No) {
+        if let Err(error) = replace(&path, redacted.as_bytes(), Flush::No) {
             // A full disk: leave no empty run directory behind, as if nothing had started.
             let _ = fs::remove_dir(run_dir);
             return Err(
                 anyhow::Error::new(error).context(format!("cannot write {}", path.display()))
             );
         }
+        let _ = self.saved.set((prompt.to_string(), redacted));
         Ok(())
+    }
+
+    /// What redacts this attempt's prompt and output: the secrets of the harness's environment
+    /// and of the agent's.
+    fn redactor(&self) -> Redactor {
+        let mut env = self.agent.env.clone();
+        env.extend(self.environment());
+        Redactor::from_env(std::env::vars().chain(env))
     }
 
     /// Runs the agent on `prompt` (already in `prompt.md`), counting `markers` in its answer,
@@ -281,14 +294,22 @@ impl Attempt {
         let mut env = self.agent.env.clone();
         env.extend(self.environment());
         // The agent's own secrets are as secret as ours.
-        let redactor = Redactor::from_env(std::env::vars().chain(env.iter().cloned()));
+        let redactor = self.redactor();
         // A secret a user or an agent put into a file the prompt quotes is not sent either, and
-        // prompt.md stays what was sent.
-        let sent = redactor.redact(prompt);
-        if sent != prompt {
-            replace(&prompt_file, sent.as_bytes(), Flush::No)
-                .with_context(|| format!("cannot write {}", prompt_file.display()))?;
-        }
+        // prompt.md stays what was sent (as saved, unless this is another prompt).
+        let sent = match self.saved.get() {
+            Some((saved, redacted)) if saved == prompt => {
+                std::borrow::Cow::Borrowed(redacted.as_str())
+            }
+            _ => {
+                let sent = redactor.redact(prompt);
+                if sent != prompt {
+                    replace(&prompt_file, sent.as_bytes(), Flush::No)
+                        .with_context(|| format!("cannot write {}", prompt_file.display()))?;
+                }
+                sent
+            }
+        };
         sweep_stale(&self.launcher.enclosure, self.role.as_str());
         agent::run(&agent::Invocation {
             argv: &argv,
@@ -715,6 +736,7 @@ impl Session {
             echo: place.echo,
             agent: config.agent_for(self.role).clone(),
             launcher: self.inputs.launcher.clone(),
+            saved: Default::default(),
         }
     }
 
