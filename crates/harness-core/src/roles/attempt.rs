@@ -269,9 +269,14 @@ impl Attempt {
     /// What redacts this attempt's prompt and output: the secrets of the harness's environment
     /// and of the agent's.
     fn redactor(&self) -> Redactor {
+        Redactor::from_env(std::env::vars().chain(self.agent_env()))
+    }
+
+    /// The agent's environment beside the harness's: config.yaml's `env`, then L0's variables.
+    fn agent_env(&self) -> Vec<(String, String)> {
         let mut env = self.agent.env.clone();
         env.extend(self.environment());
-        Redactor::from_env(std::env::vars().chain(env))
+        env
     }
 
     /// Runs the agent on `prompt` (already in `prompt.md`), counting `markers` in its answer,
@@ -291,8 +296,7 @@ impl Attempt {
             .map(|arg| arg.replace(PROMPT_FILE_PLACEHOLDER, &prompt_file.to_string_lossy()))
             .collect();
         argv[0] = self.launcher.program.to_string_lossy().into_owned();
-        let mut env = self.agent.env.clone();
-        env.extend(self.environment());
+        let env = self.agent_env();
         // The agent's own secrets are as secret as ours.
         let redactor = self.redactor();
         // A secret a user or an agent put into a file the prompt quotes is not sent either, and
