@@ -334,15 +334,21 @@ fn the_harnesss_own_records_never_show_as_untracked_and_an_older_gitignore_is_co
 fn what_a_killed_write_left_in_the_state_directory_never_shows_and_goes_at_the_next_run() {
     // Regression: a run killed while writing report.html left `.report.html.tmp.<pid>.0` in
     // .harness/: untracked in `git status` (an agent's `git add -A` would commit it), and still
-    // there after a later run that found every feature done (no feature lock, so no sweep).
+    // there after a later run that found every feature done (no feature lock, so no sweep); so
+    // did a validator killed after the landing, in its feature's directory.
     let project = Project::new(TWO, "steps: [[promise: true]]\n");
     assert_eq!(code(&project.run(&["all", "-q"])), 0);
     let mut gone = std::process::Command::new("true").spawn().unwrap();
     let dead = gone.id();
     gone.wait().unwrap();
+    // And a validator killed after the landing, while it wrote its state or its result.
+    let newest = project.run_dirs("F-002").pop().unwrap();
+    let newest = newest.strip_prefix(project.state_dir()).unwrap().display();
     let leftovers = [
         format!(".report.html.tmp.{dead}.0"),
         format!(".summary.md.tmp.{dead}.3"),
+        format!("runs/F-002/.state.json.tmp.{dead}.4"),
+        format!("{newest}/.result.json.tmp.{dead}.1"),
     ];
     for name in &leftovers {
         project.write_state(name, "half");

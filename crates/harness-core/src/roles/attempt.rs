@@ -988,6 +988,41 @@ pub fn lock_for_caller(state: &StateDir, feature: &FeatureId, fd: i32) -> anyhow
     Ok(())
 }
 
+/// How many of a feature's newest run directories [`sweep_after_kills`] looks into: a kill can
+/// leave a temp file only in those written since the feature's lock was last taken (its last
+/// attempts: the worker's and the validator's).
+const NEWEST_RUNS_SWEPT: usize = 3;
+
+/// What [`sweep_stale_temps`] does for one feature, for every feature at the end of a run: a
+/// feature a kill left done (its validator killed after the landing, writing its result) is
+/// never locked again, so its lock's sweep would never clear it. Each feature's directory and
+/// its newest run directories, the notes and `.harness/` itself; returns how many files went.
+pub fn sweep_after_kills(state: &StateDir) -> usize {
+    let runs = state.runs_dir();
+    let features = fs::read_dir(&runs).unwrap_or_default();
+    let feature_dirs = features
+        .into_iter()
+        .filter(|entry| entry.kind == fs::Kind::Dir)
+        .map(|entry| runs.join(entry.name));
+    let mut dirs = vec![state.root().to_path_buf(), state.notes_dir()];
+    for feature_dir in feature_dirs {
+        let mut run_dirs: Vec<_> = fs::read_dir(&feature_dir)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|entry| entry.kind == fs::Kind::Dir)
+            .map(|entry| entry.name)
+            .collect();
+        // Run ids begin with their time: the newest sort last.
+        run_dirs.sort();
+        let newest = run_dirs.iter().rev().take(NEWEST_RUNS_SWEPT);
+        dirs.extend(newest.map(|name| feature_dir.join(name)));
+        dirs.push(feature_dir);
+    }
+    dirs.iter()
+        .map(|dir| crate::base::atomic::sweep_stale_temps(dir))
+        .sum()
+}
+
 /// Removes the temporary files that writes killed mid-way (`kill -9`) left in the feature's run
 /// directories, the notes and `.harness/` itself; returns how many. Safe while other features
 /// run: only files of writers that no longer exist go.

@@ -170,10 +170,10 @@ pub fn load(state_dir: &StateDir, report_dir: &Path, now: Timestamp) -> Result<I
 }
 
 /// Generates the report of `state_dir` and writes it atomically to `output`. It is written at
-/// the end of every run, so it first clears what killed writers left in `.harness/` itself (a
-/// run that finds every feature done takes no feature's lock, whose sweep would do it).
+/// the end of every run, so it first clears what killed writers left (see
+/// [`sweep_after_kills`](crate::roles::attempt::sweep_after_kills)).
 pub fn write_report(state_dir: &StateDir, output: &Path, now: Timestamp) -> anyhow::Result<()> {
-    crate::base::atomic::sweep_stale_temps(state_dir.root());
+    crate::roles::attempt::sweep_after_kills(state_dir);
     let output = std::path::absolute(output)
         .with_context(|| format!("bad output path {}", output.display()))?;
     let dir = output.parent().unwrap_or(Path::new("/"));
