@@ -507,11 +507,16 @@ impl Leftover {
     }
 }
 
+/// Whether the writer `pid` may still write: it exists and is not a zombie (killed, its parent
+/// not having reaped it yet, which on a loaded machine can take a while).
 fn process_exists(pid: i32) -> bool {
     // SAFETY: signal 0 only checks that the process exists; nothing is sent.
-    pid > 0
+    let exists = pid > 0
         && (unsafe { libc::kill(pid, 0) } == 0
-            || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH))
+            || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH));
+    exists
+        && !crate::base::process::stat(pid)
+            .is_some_and(|stat| crate::base::process::is_zombie(&stat))
 }
 
 #[cfg(test)]

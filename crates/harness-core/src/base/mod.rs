@@ -13,6 +13,7 @@ pub mod git;
 pub mod glob;
 pub mod hash;
 pub mod locks;
+pub mod process;
 pub mod signals;
 #[cfg(test)]
 pub(crate) mod testing;

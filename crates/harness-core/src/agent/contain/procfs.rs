@@ -3,6 +3,8 @@
 //! was looked at, never one that got its pid after it ended (a pidfd where the kernel has them).
 
 use std::os::fd::{FromRawFd, OwnedFd};
+
+use crate::base::process;
 use std::path::Path;
 
 /// Every pid in `/proc` (none where there is no `/proc`).
@@ -19,28 +21,16 @@ pub fn pids() -> Vec<i32> {
 
 /// When `pid` started, in clock ticks since boot: with the pid, it names one process for good.
 pub fn start_time(pid: i32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat_start_time(&stat)
+    process::start_time(&process::stat(pid)?)
 }
 
 /// Whether the process that started at `start` as `pid` still runs: a zombie (killed, not yet
 /// reaped by a parent that may never reap it) does not.
 pub fn is_running(pid: i32, start: u64) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+    let Some(stat) = process::stat(pid) else {
         return false;
     };
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, after_name)| after_name.split_whitespace().next());
-    stat_start_time(&stat) == Some(start) && !matches!(state, Some("Z" | "X" | "x"))
-}
-
-/// The start time in a `/proc/<pid>/stat` line: the 22nd field, counted after the command name,
-/// which is in parentheses and may hold spaces or parentheses itself.
-fn stat_start_time(stat: &str) -> Option<u64> {
-    let (_, after_name) = stat.rsplit_once(')')?;
-    // After the name: state (field 3) … starttime (field 22).
-    after_name.split_whitespace().nth(19)?.parse().ok()
+    process::start_time(&stat) == Some(start) && !process::is_zombie(&stat)
 }
 
 /// This process's own start time.
@@ -159,11 +149,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_start_time_is_read_past_a_name_with_spaces_and_parentheses() {
-        let stat =
-            "1234 (a (b) c) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 50";
-        assert_eq!(stat_start_time(stat), Some(98765));
-        assert_eq!(stat_start_time("garbage"), None);
+    fn a_process_runs_only_with_its_own_start_time() {
         assert!(own_start_time() > 0);
         let pid = std::process::id() as i32;
         assert!(is_running(pid, own_start_time()));

@@ -185,6 +185,7 @@ const ALLOWED: &[(&str, &str)] = &[
     // /proc and the cgroup file system, to contain the agent's processes; the paths a sandbox
     // mounts (the CLI's own state, git's metadata): none is state.
     ("harness-core/src/agent/contain/procfs.rs", ""),
+    ("harness-core/src/base/process.rs", ""),
     ("harness-core/src/agent/contain/cgroup.rs", ""),
     (
         "harness-core/src/agent/contain/mod.rs",
