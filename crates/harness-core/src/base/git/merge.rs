@@ -302,6 +302,16 @@ mod tests {
         (dir, main, tip)
     }
 
+    /// A branch `c` from `main` that adds c.txt, `main` checked out again; its commit.
+    fn branch_c(main: &Path) -> String {
+        git_ok(main, &["checkout", "-q", "-b", "c"]);
+        std::fs::write(main.join("c.txt"), "c\n").unwrap();
+        git_ok(main, &["add", "-A"]);
+        git_ok(main, &["commit", "-q", "-m", "c"]);
+        git_ok(main, &["checkout", "-q", "main"]);
+        commit_of(main, "c").unwrap()
+    }
+
     #[test]
     fn merges_once_and_then_finds_it_merged() {
         let (_dir, main, tip) = repository();
@@ -359,12 +369,7 @@ mod tests {
     #[test]
     fn a_merge_killed_after_its_commit_leaves_no_merge_in_progress() {
         let (_dir, main, tip) = repository();
-        git_ok(&main, &["checkout", "-q", "-b", "c"]);
-        std::fs::write(main.join("c.txt"), "c\n").unwrap();
-        git_ok(&main, &["add", "-A"]);
-        git_ok(&main, &["commit", "-q", "-m", "c"]);
-        git_ok(&main, &["checkout", "-q", "main"]);
-        let c = commit_of(&main, "c").unwrap();
+        let c = branch_c(&main);
         assert_eq!(
             merge_no_ff(&main, "main", "c", &c, "Merge c").unwrap(),
             Merge::Merged
@@ -392,11 +397,7 @@ mod tests {
     #[test]
     fn someone_elses_merge_in_progress_is_left_alone() {
         let (_dir, main, tip) = repository();
-        git_ok(&main, &["checkout", "-q", "-b", "c"]);
-        std::fs::write(main.join("c.txt"), "c\n").unwrap();
-        git_ok(&main, &["add", "-A"]);
-        git_ok(&main, &["commit", "-q", "-m", "c"]);
-        git_ok(&main, &["checkout", "-q", "main"]);
+        branch_c(&main);
         git_ok(&main, &["merge", "--no-ff", "--no-commit", "c"]);
         let refused = merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap();
         assert!(matches!(&refused, Merge::Refused(why) if why.contains("MERGE_HEAD")));
