@@ -297,6 +297,31 @@ fn a_secret_in_the_spec_is_neither_sent_nor_kept_in_prompt_md() {
     );
 }
 
+/// A secret that only the agent's own environment holds (config.yaml's `agent: env:`) is
+/// redacted from the prompt it is sent, from prompt.md, and from what `explain` shows.
+#[test]
+fn a_secret_of_the_agents_own_environment_is_redacted_from_the_prompt_and_explain() {
+    let secret = "deploy-7Hq2Lx9Wv4Rt8Zp3";
+    let project = Project::new(
+        &format!(
+            "features:\n  - id: F-001\n    title: Hello\n    description: deploy with {secret}\n"
+        ),
+        "steps:\n  - [echo_prompt: true, promise: true]\n",
+    );
+    project.config(&format!("env: {{DEPLOY_TOKEN: {secret}}}\n"), "");
+    // Regression: explain redacted with the harness's environment only.
+    let explain = project.run(&["explain", "F-001"]);
+    assert_eq!(code(&explain), 0, "{}", text(&explain.stderr));
+    let shown = text(&explain.stdout);
+    assert!(shown.contains("deploy with [REDACTED]"), "{shown}");
+    let run = project.run(&["F-001", "--quiet"]);
+    assert_eq!(code(&run), 0, "{}", text(&run.stderr));
+    let prompt = project.prompt("F-001", 1);
+    assert!(prompt.contains("deploy with [REDACTED]"), "{prompt}");
+    let log = std::fs::read_to_string(project.run_dirs("F-001")[0].join("output.log")).unwrap();
+    assert!(!log.contains(secret), "the agent got the secret: {log}");
+}
+
 /// The same in a JSON stream (Claude Code's): secrets inside JSON strings — escaped quotes and
 /// backslashes, split by an escaped `\n` — are redacted without breaking the JSON, so the
 /// transcript on the terminal still shows the assistant's (redacted) words and tool uses.

@@ -90,8 +90,10 @@ pub fn explain(request: &FeatureRequest, role: Role) -> anyhow::Result<Explanati
             .into())
         }
     };
-    // As it would be sent: secrets redacted (see `invoke::save_prompt`).
-    let text = Redactor::from_process_env()
+    // As it would be sent: the secrets of the harness's environment and of the agent's
+    // redacted (see `Attempt::save_prompt`).
+    let agent_env = config.agent_for(role).env.iter().cloned();
+    let text = Redactor::from_env(std::env::vars().chain(agent_env))
         .redact(&prompt.render())
         .into_owned();
     Ok(Explanation {

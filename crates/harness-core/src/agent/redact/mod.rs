@@ -128,11 +128,6 @@ impl Redactor {
         }
     }
 
-    /// The redactor of this process's environment.
-    pub fn from_process_env() -> Self {
-        Self::from_env(std::env::vars())
-    }
-
     /// `bytes` with every secret replaced by [`REDACTED`].
     pub fn redact_bytes<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
         let mut out = Vec::new();
