@@ -328,7 +328,20 @@ impl Dir {
 
     /// The status of `name` here, not following a link; `None` when there is nothing.
     pub fn stat(&self, name: &OsStr) -> io::Result<Option<libc::stat>> {
-        let c = c_name(name)?;
+        self.stat_c(c_name(name)?)
+    }
+
+    /// The status of `name` in the subdirectory `dir` here, in one system call, for a check of
+    /// whether a file changed: `dir` is the one the caller listed as a directory, and were it
+    /// replaced by a link since, the call would follow it. Never the way to decide what to read.
+    pub fn stat_in(&self, dir: &OsStr, name: &OsStr) -> io::Result<Option<libc::stat>> {
+        let mut path = dir.as_bytes().to_vec();
+        path.push(b'/');
+        path.extend_from_slice(name.as_bytes());
+        self.stat_c(c_name(OsStr::from_bytes(&path))?)
+    }
+
+    fn stat_c(&self, c: CString) -> io::Result<Option<libc::stat>> {
         let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
         // SAFETY: a valid descriptor, a NUL-terminated name and a buffer fstatat fills.
         let result = unsafe {

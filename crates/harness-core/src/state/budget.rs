@@ -47,7 +47,11 @@ fn file_key(stat: &libc::stat) -> FileKey {
 
 /// The key of the file `name` in `dir`, when it is a regular file (never through a link).
 fn key_in(dir: &fs::Dir, name: &str) -> Option<FileKey> {
-    let stat = dir.stat(name.as_ref()).ok()??;
+    regular_file_key(dir.stat(name.as_ref()).ok()??)
+}
+
+/// The key of a status, when it is a regular file's.
+fn regular_file_key(stat: libc::stat) -> Option<FileKey> {
     (stat.st_mode & libc::S_IFMT == libc::S_IFREG).then(|| file_key(&stat))
 }
 
@@ -67,20 +71,22 @@ pub fn mission_spent_with(
 ) -> Spent {
     let mut total = own.map(|(_, spent)| spent).unwrap_or_default();
     let mut seen = HashMap::with_capacity(memo.files.len());
-    // One handle on runs/ for every feature's run state: a look at each costs three system
-    // calls, not a walk from the state directory (a mission of 1,000 features, every iteration).
+    // One handle on runs/ for every feature's run state, and one system call to see whether
+    // each changed (a mission of 1,000 features, every iteration): the key only decides whether
+    // to read again, and what is read is read through the walk that refuses links.
     let runs_dir = fs::Dir::open_dir(&state.runs_dir()).ok();
     let run_states = runs_dir
         .iter()
         .flat_map(|runs| runs.entries().unwrap_or_default())
+        .filter(|entry| entry.kind == fs::Kind::Dir)
         .filter_map(|entry| FeatureId::parse(&entry.name.to_string_lossy()).ok())
         .map(|feature| (state.run_state(&feature), feature))
         .filter(|(path, _)| own.is_none_or(|(own, _)| own != path))
         .map(|(path, feature)| {
-            let key = runs_dir
-                .as_ref()
-                .and_then(|runs| runs.subdir(feature.as_str().as_ref()).ok())
-                .and_then(|dir| key_in(&dir, RUN_STATE_FILE));
+            let key = runs_dir.as_ref().and_then(|runs| {
+                let stat = runs.stat_in(feature.as_str().as_ref(), RUN_STATE_FILE.as_ref());
+                regular_file_key(stat.ok()??)
+            });
             (path, Some(feature), key)
         });
     let runs = mission_runs::result_files(state).into_iter().map(|path| {
@@ -286,6 +292,33 @@ mod tests {
                 wall_secs: 50,
             }
         );
+    }
+
+    /// What the memo saves is only parsing: a run state replaced since is read again, and a
+    /// feature's directory that is a link is never read through.
+    #[test]
+    fn the_memo_sees_every_change_and_never_reads_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::in_workdir(dir.path());
+        let save = |name: &str, tokens: u64| {
+            let feature = crate::base::testing::id(name);
+            let mut run = RunState::new(feature.clone(), 10, "P", crate::base::testing::at(0));
+            run.begin_iteration("r1", crate::base::testing::at(0));
+            run.attempt_mut("r1").unwrap().tokens = Some(tokens);
+            run.save(&state.run_state(&feature)).unwrap();
+        };
+        save("F-1", 100);
+        save("F-2", 10);
+        let mut memo = SpentMemo::default();
+        let tokens = |memo: &mut SpentMemo| mission_spent_with(memo, &state, None).tokens;
+        assert_eq!(tokens(&mut memo), Some(110));
+        save("F-1", 300);
+        assert_eq!(tokens(&mut memo), Some(310));
+        // F-3 is a link to F-1's directory: its run state is not counted (nor read).
+        std::os::unix::fs::symlink(state.runs_dir().join("F-1"), state.runs_dir().join("F-3"))
+            .unwrap();
+        assert_eq!(tokens(&mut memo), Some(310));
+        assert_eq!(tokens(&mut SpentMemo::default()), Some(310));
     }
 
     #[test]
