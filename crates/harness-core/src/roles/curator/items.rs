@@ -537,6 +537,28 @@ mod tests {
     }
 
     #[test]
+    fn a_heading_names_the_subject_and_a_named_change_replaces_only_what_it_names() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: state stays local for the first features\n\
+             [2026-04-24T10:00:00Z] worker F-001 DECISION: a failed send goes to the dead letters table\n\
+             [2026-04-24T10:30:00Z] worker F-002 DECISION: e-mails are sent over SMTP to the local MailHog\n\
+             [2026-04-25T10:00:00Z] worker F-003 DECISION: remote state: an S3 bucket with locking\n\
+             [2026-04-25T11:00:00Z] worker F-004 DECISION: e-mail goes through the provider's HTTP API; no more SMTP\n",
+        );
+        let by_text = |start: &str| items.iter().find(|i| i.text.starts_with(start)).unwrap();
+        assert_eq!(
+            by_text("state stays").superseded_by.as_deref(),
+            Some(by_text("remote state").id.as_str())
+        );
+        assert_eq!(
+            by_text("e-mails are sent").superseded_by.as_deref(),
+            Some(by_text("e-mail goes").id.as_str())
+        );
+        // "goes" is rare here too, but the change says what it replaces: SMTP.
+        assert_eq!(by_text("a failed send").superseded_by, None);
+    }
+
+    #[test]
     fn grouping_does_not_depend_on_the_order_of_lines() {
         let text = "[2026-04-24T10:00:00Z] worker F-1 LESSON: alpha beta gamma\n\
                     [2026-04-24T10:00:01Z] worker F-2 LESSON: beta gamma delta\n\

@@ -2,15 +2,17 @@
 //! even in other words; the older then goes to MEMORY.md's History. Two decisions are on the
 //! same subject when:
 //! - their words are alike: similarity at the `supersede` threshold (as the join finds them);
-//! - they are about the same thing: in "X is/are …" decisions, the words of the X (what is
-//!   decided about) share one, amounts and prices being one thing (`prices are numeric(12,2)`,
-//!   `amounts are integer cents`), or one is the acronym of the other's words (`MSRV`, "the
+//! - they are about the same thing: in "X is/are/stays …" decisions and "X: …" ones with a
+//!   short X, the words of the X (what is decided about) share one, amounts and prices being
+//!   one thing (`prices are numeric(12,2)`, `amounts are integer cents`; "state stays local",
+//!   "remote state: an S3 bucket"), or one is the acronym of the other's words (`MSRV`, "the
 //!   minimum supported Rust version");
 //! - the newer says that it changes something ("now", "instead of", "no more", "moved to",
 //!   "replaces"…) and names what is rare in the older (a word of at most [`RARE`] items, such
 //!   as the tool it replaces), or is like it (a weighted similarity of [`MARKED_SIMILARITY`] or
 //!   more): "time handling moves to jiff: chrono cannot…" replaces "timestamps are parsed with
-//!   chrono".
+//!   chrono". When it says what it replaces ("no more SMTP", "instead of stored keys"), it
+//!   replaces only a decision that names it.
 //!
 //! A decision that adds to others ("also", "too", "as well") replaces none. The successor of a
 //! decision is the newer one on its subject (by its words or what it is about first, then by a
@@ -60,7 +62,11 @@ const CHANGES: &[&str] = &[
 /// Words that say a decision adds to earlier ones.
 const ADDITIONS: &[&str] = &["additionally", "also", "as well", "in addition", "too"];
 /// Copulas: what comes before the first of them in a decision's first clause is its subject.
-const COPULAS: &[&str] = &["are", "is", "was", "were"];
+const COPULAS: &[&str] = &[
+    "are", "is", "remain", "remains", "stay", "stays", "was", "were",
+];
+/// The most content words of a heading that names a decision's subject ("remote state now:").
+const HEADING_WORDS: usize = 3;
 /// What the rules need to know of a decision.
 #[derive(Debug, Clone, Default)]
 struct Decision {
@@ -76,6 +82,11 @@ struct Decision {
     /// that announce a change.
     weighted: Vec<u32>,
     rare: BTreeSet<String>,
+    /// Its words but those that announce a change.
+    topical: BTreeSet<String>,
+    /// What it says it replaces: the words after "instead of" or "no more" in their clause
+    /// (`no more SMTP`); empty when it does not say.
+    named: BTreeSet<String>,
 }
 
 impl Decision {
@@ -105,6 +116,8 @@ impl Decision {
             adds: has(ADDITIONS),
             weighted: Vec::new(),
             rare: BTreeSet::new(),
+            topical: BTreeSet::new(),
+            named: named(text, context),
         }
     }
 
@@ -118,6 +131,7 @@ impl Decision {
             .cloned()
             .collect();
         self.weighted = vocabulary.weighted_ids(&topical);
+        self.topical = topical.into_iter().collect();
     }
 
     /// Whether the two are about the same thing (but their words).
@@ -137,9 +151,11 @@ fn replaces(older: &Decision, newer: &Decision, score: f64, alike: bool) -> Opti
     if alike || older.same_subject(newer) {
         return Some(2.0 + score);
     }
+    // A change that names what it replaces replaces only what names it.
     let related = || {
-        older.rare.intersection(&newer.rare).next().is_some()
-            || similarity(&older.weighted, &newer.weighted) >= MARKED_SIMILARITY
+        (older.rare.intersection(&newer.rare).next().is_some()
+            || similarity(&older.weighted, &newer.weighted) >= MARKED_SIMILARITY)
+            && (newer.named.is_empty() || older.topical.intersection(&newer.named).next().is_some())
     };
     (newer.changes && related()).then_some(1.0 + score)
 }
@@ -318,14 +334,44 @@ fn subject(text: &str, context: &Context) -> BTreeSet<String> {
         .unwrap_or("");
     let lowered = clause.to_lowercase();
     let words: Vec<&str> = lowered.split_whitespace().collect();
-    let Some(copula) = words.iter().position(|w| COPULAS.contains(w)) else {
-        return BTreeSet::new();
+    let read = |words: &[&str]| -> BTreeSet<String> {
+        super::similarity::read_words(&words.join(" "), context)
+            .words
+            .into_iter()
+            .filter(|w| !w.starts_with('`') && !CHANGES.contains(&w.as_str()))
+            .collect()
     };
-    super::similarity::read_words(&words[..copula].join(" "), context)
-        .words
-        .into_iter()
-        .filter(|w| !w.starts_with('`'))
-        .collect()
+    match words.iter().position(|w| COPULAS.contains(w)) {
+        Some(copula) => read(&words[..copula]),
+        // "remote state now: an S3 bucket": a short heading before a colon names the subject.
+        None if text[clause.len()..].starts_with(':') => {
+            let heading = read(&words);
+            if heading.len() <= HEADING_WORDS {
+                heading
+            } else {
+                BTreeSet::new()
+            }
+        }
+        None => BTreeSet::new(),
+    }
+}
+
+/// The words a decision says it replaces: those after "instead of" or "no more", to the end of
+/// their clause.
+fn named(text: &str, context: &Context) -> BTreeSet<String> {
+    let lowered = text.to_lowercase();
+    let mut named = BTreeSet::new();
+    for phrase in ["instead of ", "no more "] {
+        for (at, _) in lowered.match_indices(phrase) {
+            let after = &lowered[at + phrase.len()..];
+            let clause = after
+                .split([';', ':', '—', ',', '(', '.'])
+                .next()
+                .unwrap_or("");
+            named.extend(super::similarity::read_words(clause, context).words);
+        }
+    }
+    named
 }
 
 /// The acronyms of a text: words of three to six capitals (`MSRV`), lowercase.
