@@ -264,6 +264,10 @@ fn run(labelled: &Labelled) -> Outcome {
         }
     }
     outcome.graduated = graduated(&identity, &knowledge);
+    // The projects and identity files, to study a log (`CURATION_KEEP=1`: kept, path printed).
+    if std::env::var_os("CURATION_KEEP").is_some() {
+        eprintln!("kept: {}", root.keep().display());
+    }
     outcome
 }
 
@@ -426,6 +430,12 @@ fn scored(name: &str) -> Score {
     for line in &score.wrong {
         eprintln!("  {line}");
     }
+    // Every graduated line, to study a log (`CURATION_SHOW=1 cargo test … -- --nocapture`).
+    if std::env::var_os("CURATION_SHOW").is_some() {
+        for (line, knowledge) in &outcome.graduated {
+            eprintln!("  [{}] {line}", knowledge.as_deref().unwrap_or("?"));
+        }
+    }
     score
 }
 
@@ -458,8 +468,22 @@ fn curation_score_on_the_holdout_log() {
     let score = scored("holdout");
     assert!(score.graduation_recall.1 >= 10 && score.promotion_recall.1 >= 15);
     assert!(
-        score.graduation_precision.value() >= 0.95,
-        "graduated what it should not: {:?}",
+        score.graduation_precision.value() >= 0.95 && score.current_kept.value() == 1.0,
+        "graduated what it should not, or lost a current decision: {:?}",
+        score.wrong
+    );
+}
+
+/// The fresh log was written after the tuning on the main log, by someone who did not read the
+/// curator's rules; its first score (BENCHMARKS.md) is the honest measure of what generalised,
+/// and the rules were then made more general with it. What is asserted is what must hold.
+#[test]
+fn curation_score_on_the_fresh_log() {
+    let score = scored("fresh");
+    assert!(score.graduation_recall.1 >= 15 && score.promotion_recall.1 >= 30);
+    assert!(
+        score.graduation_precision.value() >= 0.95 && score.current_kept.value() == 1.0,
+        "graduated what it should not, or lost a current decision: {:?}",
         score.wrong
     );
 }

@@ -6,7 +6,7 @@
 //!   feature's worker and validator count once: they looked at the same thing; a worker's
 //!   attempts on its own feature count once: each reads its predecessor's notes);
 //! - recorded on `graduate_convention_times` distinct features: a convention that agent after
-//!   agent had forgotten;
+//!   agent had forgotten (unless a validator checked for it: then it is the project's rule);
 //! - seen in `graduate_failure_missions` missions, counted in the cross-mission ledger
 //!   (`identity/ledger.json`), where each mission keeps its failure modes and lessons under its
 //!   mission id (a mission whose entries are another's, under a new id, is not another);
@@ -555,7 +555,9 @@ fn earned(
             return Some((Rule::Failure, reason, wording));
         }
     }
-    if sources.len() >= params.graduate_convention_times {
+    // A convention a validator checks for is this project's acceptance rule, not a tool's.
+    let checked = item.evidence.iter().any(|e| e.role == Role::Validator);
+    if sources.len() >= params.graduate_convention_times && !checked {
         let needed = Needed::Features {
             count: params.graduate_convention_times,
             trick: false,
@@ -680,6 +682,39 @@ mod tests {
         )
         .unwrap()
         .is_empty());
+    }
+
+    #[test]
+    fn a_convention_a_validator_checks_is_the_projects() {
+        let log = |validator: &str| {
+            items_of(&format!(
+                "[2026-04-24T10:00:00Z] worker F-1 LESSON: every resource carries the Owner tag through default_tags\n\
+                 [2026-04-24T11:00:00Z] worker F-2 FAIL: forgot the Owner tag through default_tags again\n\
+                 [2026-04-24T12:00:00Z] worker F-3 LESSON: the Owner tag through default_tags on every resource\n\
+                 [2026-04-24T12:05:00Z] {validator} F-3 LESSON: every resource had the Owner tag through default_tags\n"
+            ))
+        };
+        let graduated = |items: &[Item]| {
+            let refs: Vec<&Item> = items.iter().collect();
+            let params = Params::default();
+            let context = Context::default();
+            let none = Recurrence::new(&Ledger::default(), params.similarity, "m-1", &context);
+            let identities: Identities = vec![(Role::Worker, None), (Role::Validator, None)];
+            graduate(
+                &refs,
+                &identities,
+                &none,
+                (&context, &Judgments::default()),
+                &params,
+                &|| false,
+            )
+            .unwrap()
+        };
+        let forgotten = graduated(&log("worker"));
+        assert_eq!(forgotten.len(), 1, "{forgotten:?}");
+        assert_eq!(forgotten[0].rule, Rule::Convention);
+        // The same convention, checked by the validator: the project's rule.
+        assert_eq!(graduated(&log("validator")), []);
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! - an identifier or a file name (`assert_cmd`, `tailwind.config.js`) only when the entries of
 //!   two features or two missions name it (a tool's, not one feature's code);
 //! - knowledge about the project's features (every entry names a feature id) and rules that
-//!   this project's validator checks ("the validator rejects unprefixed models") never.
+//!   this project's validator checks ("the validator rejects unprefixed models", or a
+//!   convention among whose entries is a validator's) never.
 
 use std::collections::{BTreeSet, HashMap};
 

@@ -49,6 +49,9 @@ pub enum Specific {
     Email,
     /// A URL.
     Url,
+    /// A host name of one service (`world.openfoodfacts.net`, `api.shop.test`): three labels or
+    /// more, or a name in a private or test domain (`.test`, `.local`, `.internal`).
+    Host,
     /// A host and port (`localhost:3001`, `:8080`).
     HostPort,
     /// A date or a time of day.
@@ -70,6 +73,7 @@ impl Specific {
             Specific::Project => "<project>",
             Specific::Email => "<e-mail>",
             Specific::Url => "<url>",
+            Specific::Host => "<host>",
             Specific::HostPort => "<host:port>",
             Specific::Time => "<time>",
             Specific::Number => "<n>",
@@ -223,7 +227,8 @@ fn read(text: &str, context: &Context, identifiers: bool) -> Analysis {
             words.push(one_word(&stemmed).map_or(stemmed, str::to_string));
         }
     };
-    for token in lowered.split_whitespace() {
+    // Code glued to a word is read apart (`describe("F-002` names a feature id).
+    for token in lowered.split_whitespace().flat_map(|t| t.split(GLUE)) {
         let token = trim(token);
         if token.is_empty() {
             continue;
@@ -304,6 +309,9 @@ fn join_digit_groups(text: String) -> String {
     joined
 }
 
+/// Where a token of code is cut into the tokens it glues together.
+const GLUE: [char; 5] = ['(', '"', '[', '{', '`'];
+
 /// A token without the punctuation around it: quotes, brackets, and a sentence's `,;:.!?`.
 fn trim(token: &str) -> &str {
     token
@@ -347,6 +355,9 @@ fn specific(token: &str, context: &Context) -> Option<Specific> {
     }
     if has_port(token) {
         return Some(Specific::HostPort);
+    }
+    if looks_like_host(token) {
+        return Some(Specific::Host);
     }
     if looks_like_path(token) {
         return Some(Specific::Path);
@@ -409,11 +420,47 @@ fn has_port(token: &str) -> bool {
     })
 }
 
-/// A path of one project: three components or more, an absolute one, or one ending in `/` or in
-/// a file name (`a/b.ts`). `~/…` is a tool's convention, a directory and a glob
-/// (`drizzle/*.sql`) a kind of file; `and/or`, `i/o`, `ci/cd` are words.
+/// The top-level domains of host names.
+const HOST_DOMAINS: &[&str] = &[
+    "ai", "app", "cloud", "co", "com", "dev", "example", "internal", "io", "lan", "local", "net",
+    "org", "test",
+];
+/// Those of [`HOST_DOMAINS`] that are private or for tests: a name in them is one mission's
+/// even with two labels, where a public `github.com` or `crates.io` is a service any project uses.
+const PRIVATE_DOMAINS: &[&str] = &["example", "internal", "lan", "local", "test"];
+
+/// `world.openfoodfacts.net`, `api.shop.test`: labels of letters, digits and hyphens, the last
+/// a domain of [`HOST_DOMAINS`]; three labels or more, or two in a private domain. File names
+/// (`vite.config.ts`) end in an extension, not a domain.
+fn looks_like_host(token: &str) -> bool {
+    let labels: Vec<&str> = token.split('.').collect();
+    let Some(domain) = labels.last() else {
+        return false;
+    };
+    let plain = labels.iter().all(|label| {
+        label.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    });
+    plain
+        && HOST_DOMAINS.contains(domain)
+        && (labels.len() >= 3 || (labels.len() == 2 && PRIVATE_DOMAINS.contains(domain)))
+}
+
+/// A path of one project: three components or more, an absolute or explicitly relative one
+/// (`./src/x`), or one ending in `/` or in a file name (`a/b.ts`). `~/…` is a tool's
+/// convention, a directory and a glob (`drizzle/*.sql`, `.changeset/`) a kind of file, a
+/// program in the root (`./gradlew`) a tool's wrapper; `and/or`, `i/o`, `ci/cd` are words.
 fn looks_like_path(token: &str) -> bool {
     if token.starts_with("~/") || !(token.contains('/') || token.contains('\\')) {
+        return false;
+    }
+    // A program in the project's root: a tool's wrapper (`./gradlew`, `./mvnw`, `./manage.py`).
+    if token
+        .strip_prefix("./")
+        .is_some_and(|rest| !rest.is_empty() && !rest.contains(['/', '\\']))
+    {
         return false;
     }
     let components: Vec<&str> = token.split(['/', '\\']).filter(|c| !c.is_empty()).collect();
@@ -422,7 +469,9 @@ fn looks_like_path(token: &str) -> bool {
     }
     let last = components[components.len() - 1];
     components.len() >= 3
-        || token.starts_with(['/', '\\', '.'])
+        || token.starts_with(['/', '\\'])
+        || token.starts_with("./")
+        || token.starts_with("../")
         || (components.len() == 2
             && (token.ends_with(['/', '\\']) || (last.contains('.') && !last.contains('*'))))
 }
@@ -774,6 +823,15 @@ mod tests {
                 "fuser -k 5173/tcp frees data/raw/ for good",
                 &[(Number, "5173/tcp"), (Path, "data/raw/")],
             ),
+            (
+                "the top describe(\"F-014 errors\", …) names the feature",
+                &[(FeatureId, "f-014")],
+            ),
+            (
+                "world.openfoodfacts.net and api.shop.test want a login",
+                &[(Host, "world.openfoodfacts.net"), (Host, "api.shop.test")],
+            ),
+            ("./scripts/seed.sh fills it", &[(Path, "./scripts/seed.sh")]),
         ];
         for (text, expected) in cases {
             let expected: Vec<(Specific, String)> =
@@ -787,6 +845,8 @@ mod tests {
             "read/write and i/o and CI/CD, utf-8 and sha-256, make -j4 and --workers=1",
             "assert_cmd::Command::cargo_bin runs it; tailwind.config.js; DATABASE_URL",
             "Postgres 16 and node 18 for the 3 tests",
+            "./gradlew ktlintFormat and ./manage.py migrate; a changeset in .changeset/",
+            "github.com and crates.io; vite.config.ts and package.json",
         ] {
             assert_eq!(specifics(text), [], "{text}");
         }
