@@ -487,3 +487,19 @@ fn curation_score_on_the_fresh_log() {
         score.wrong
     );
 }
+
+/// The blind log was written after the rules were made more general with the fresh log, by
+/// someone who did not read them. Its first score (BENCHMARKS.md) is below the targets: what a
+/// project names again and again (a build preset, a fixture, a cluster account) still passes
+/// for a tool's. The rules were then corrected for what was wrong in general (a project's own
+/// rule, a feature's placeholder, units); what is asserted is that nothing got worse.
+#[test]
+fn curation_score_on_the_blind_log() {
+    let score = scored("blind");
+    assert!(score.graduation_recall.1 >= 15 && score.promotion_recall.1 >= 30);
+    assert!(
+        score.graduation_precision.value() >= 0.6 && score.promotion_recall.value() >= 0.8,
+        "worse than when the blind log was first scored: {:?}",
+        score.wrong
+    );
+}

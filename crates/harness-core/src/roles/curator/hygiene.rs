@@ -94,13 +94,15 @@ pub fn wordings(item: &Item) -> Vec<(&str, Option<&str>, Tag)> {
         .collect()
 }
 
-/// Whether `text` says that this project's validator checks something: a rule of the project
-/// ("the validator rejects unprefixed models"), not general knowledge.
+/// Whether `text` says that this project's validator checks something, or that the project
+/// asks for it: a rule of the project ("the validator rejects unprefixed models", "a /// comment
+/// on every public function, as the project requires"), not general knowledge.
 pub fn validator_rule(text: &str) -> bool {
     const CHECKS: &[&str] = &[
         "check", "checks", "demands", "expects", "flags", "greps", "insists", "reads", "rejected",
         "rejects", "requires", "wants",
     ];
+    const ASKS: &[&str] = &["asks", "demands", "expects", "insists", "requires", "wants"];
     let words: Vec<String> = text
         .to_lowercase()
         .split(|c: char| !c.is_alphanumeric())
@@ -108,11 +110,15 @@ pub fn validator_rule(text: &str) -> bool {
         .map(str::to_string)
         .collect();
     words.iter().enumerate().any(|(at, word)| {
-        word.starts_with("validator")
-            && words[at + 1..]
-                .iter()
-                .take(3)
-                .any(|next| CHECKS.contains(&next.as_str()))
+        let verbs = match word.as_str() {
+            "project" => ASKS,
+            _ if word.starts_with("validator") => CHECKS,
+            _ => return false,
+        };
+        words[at + 1..]
+            .iter()
+            .take(3)
+            .any(|next| verbs.contains(&next.as_str()))
     })
 }
 
@@ -220,8 +226,12 @@ fn without_one_mission(
             _ => return None,
         }
     }
-    if analysis.words.iter().any(|w| w == "feature") && said.text.contains('<') {
-        // A placeholder of a feature id, from an item's text.
+    // A placeholder of a feature or run id, from an item's text (or another mission's).
+    let ids = [Specific::FeatureId, Specific::RunId].map(Specific::placeholder);
+    if ids
+        .iter()
+        .any(|placeholder| said.text.contains(placeholder))
+    {
         return None;
     }
     if !placeholders {
@@ -280,6 +290,12 @@ mod tests {
         assert!(!validator_rule(
             "cargo fmt before committing: CI rejects unformatted code"
         ));
+        assert!(validator_rule(
+            "every public function gets a /// comment, as the project requires"
+        ));
+        assert!(!validator_rule(
+            "the project reads its settings from the environment"
+        ));
     }
 
     #[test]
@@ -315,6 +331,22 @@ mod tests {
             ),
             said(
                 "check localhost:3001/api/orders with curl and jq",
+                "web",
+                &web,
+                "F-002",
+            ),
+        ];
+        assert_eq!(general_wording(&own, &[], TWO, None), None);
+        // A feature's placeholder, from an item's text: the convention is the project's.
+        let own = [
+            said(
+                "the specs carry feature: \"<feature>\"",
+                "web",
+                &web,
+                "F-001",
+            ),
+            said(
+                "the specs carry feature: \"<feature>\" too",
                 "web",
                 &web,
                 "F-002",

@@ -205,7 +205,10 @@ fn read(text: &str, context: &Context, identifiers: bool) -> Analysis {
     let lowered = join_digit_groups(lowered);
     let mut analysis = Analysis::default();
     let add = |run: &str, words: &mut Vec<String>| {
-        if run.is_empty() || STOPWORDS.binary_search(&run).is_ok() {
+        if run.is_empty()
+            || STOPWORDS.binary_search(&run).is_ok()
+            || UNITS.binary_search(&run).is_ok()
+        {
             return;
         }
         if run.bytes().all(|b| b.is_ascii_digit()) {
@@ -308,6 +311,13 @@ fn join_digit_groups(text: String) -> String {
     }
     joined
 }
+
+/// Units of time and size: like the numbers they follow, they say how much, not what about
+/// ("the first install takes 14 minutes" and "the first epoch takes 4 minutes longer" are not
+/// one lesson). Sorted.
+const UNITS: &[&str] = &[
+    "gb", "hour", "hours", "kb", "mb", "minute", "minutes", "ms", "second", "seconds",
+];
 
 /// Where a token of code is cut into the tokens it glues together.
 const GLUE: [char; 5] = ['(', '"', '[', '{', '`'];
@@ -743,6 +753,11 @@ mod tests {
             words("crates/x/src/main.rs failed")
         );
         assert_eq!(words("Don't commit"), ["commit", "not"]);
+        // Units say how much, as numbers do.
+        assert_eq!(
+            words("the install takes 14 minutes, 300 MB"),
+            ["300", "install", "tak"]
+        );
     }
 
     #[test]
