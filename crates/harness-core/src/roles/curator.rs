@@ -348,24 +348,24 @@ pub fn curate(
     // Graduation, and this mission's failure modes and lessons in the ledger.
     let (eligible, ledger) = eligible_and_ledger(snapshot, &items, &place);
     let recurrence = Recurrence::new(&ledger, params.similarity, &snapshot.mission, &context);
-    let graduations = graduation::graduate(
+    let graduations = graduate_new(
+        snapshot,
         &eligible,
-        &snapshot.identities,
         &recurrence,
         (&context, &judged),
         params,
         cancel,
     )?;
 
-    let mut record = new_record(
+    let record = new_record(
         &items,
         &place,
         &edits,
         demoted.len(),
         wordings,
         &snapshot.record,
+        (judged, &graduations),
     );
-    record.judgments = judged;
     let truncation = log::truncate(&log, &snapshot.raw, params.keep_raw);
     check()?;
     let archived_lines = truncation.archived_lines;
@@ -427,6 +427,32 @@ fn eligible_and_ledger<'i>(
         .ledger
         .with_mission(&snapshot.mission, &snapshot.project, &eligible);
     (eligible, ledger)
+}
+
+/// What `eligible` items graduate in this pass: none this mission graduated before (the
+/// record says so), so that a line the user deleted from an identity file stays deleted.
+fn graduate_new(
+    snapshot: &Snapshot,
+    eligible: &[&Item],
+    recurrence: &Recurrence,
+    read: (&Context, &judgments::Judgments),
+    params: &Params,
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<Graduation>, Cancelled> {
+    let before = &snapshot.record.graduated;
+    let candidates: Vec<&Item> = eligible
+        .iter()
+        .filter(|item| !item.entry_ids().any(|id| before.contains(id)))
+        .copied()
+        .collect();
+    graduation::graduate(
+        &candidates,
+        &snapshot.identities,
+        recurrence,
+        read,
+        params,
+        cancel,
+    )
 }
 
 /// The files a pass changes, from what it decided (`None`: unchanged); `.harness/mission-id`
@@ -723,7 +749,8 @@ fn demoted_text(
 }
 
 /// curator.json after the pass: where each item's line is, the dismissed items, how far
-/// archive/demoted.md goes, and the agent's wordings still valid.
+/// archive/demoted.md goes, the agent's wordings still valid and its calls, and the items this
+/// mission graduated.
 fn new_record(
     items: &[Item],
     place: &BTreeMap<&str, Place>,
@@ -731,10 +758,15 @@ fn new_record(
     demoted_bytes: usize,
     wordings: &BTreeMap<String, String>,
     old: &Record,
+    (judgments, graduations): (judgments::Judgments, &[Graduation]),
 ) -> Record {
+    let mut graduated = old.graduated.clone();
+    graduated.extend(graduations.iter().map(|g| g.id.clone()));
     let mut record = Record {
         dismissed: edits.dismissed.clone(),
         demoted_bytes: demoted_bytes as u64,
+        judgments,
+        graduated,
         ..Record::default()
     };
     for item in items {

@@ -23,6 +23,10 @@ pub struct Record {
     /// stay in archive/). Remove an id here to bring its item back.
     #[serde(default)]
     pub dismissed: BTreeSet<String>,
+    /// Items this mission graduated into an identity file: never graduated again, so that a
+    /// line the user deleted there stays deleted.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub graduated: BTreeSet<String>,
     /// The length of archive/demoted.md after the last pass: what lies past it was demoted by a
     /// pass that was stopped before it wrote this record.
     #[serde(default)]

@@ -291,6 +291,23 @@ fn a_deleted_curator_bullet_stays_deleted() {
 }
 
 #[test]
+fn a_graduated_line_the_user_deleted_stays_deleted() {
+    let first = snapshot(&mission_log());
+    let mut after = apply(&first, &pass(&first));
+    let identity = &mut after.identities[0];
+    assert!(identity.1.as_deref().unwrap().contains("TRICK reported by"));
+    identity.1 = Some("# Identity: worker\n\n".into());
+    let second = pass(&after);
+    assert!(second.files.identities.is_empty(), "{:?}", second.files);
+    let after = apply(&after, &second);
+    assert_eq!(
+        after.identities[0].1.as_deref(),
+        Some("# Identity: worker\n\n")
+    );
+    assert_eq!(pass(&after).files, Files::default());
+}
+
+#[test]
 fn bullets_that_leave_memory_go_to_the_demoted_file() {
     let lines: Vec<String> = (0..30)
         .map(|n| {
