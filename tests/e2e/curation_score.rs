@@ -503,3 +503,19 @@ fn curation_score_on_the_blind_log() {
         score.wrong
     );
 }
+
+/// The second blind log was written after the rules were corrected with the first, by someone
+/// who did not read them, and scored once (BENCHMARKS.md), below the targets; nothing was tuned
+/// on it. What is asserted is that nothing gets worse than that first score.
+#[test]
+fn curation_score_on_the_second_blind_log() {
+    let score = scored("blind2");
+    assert!(score.graduation_recall.1 >= 15 && score.promotion_recall.1 >= 30);
+    assert!(
+        score.graduation_precision.value() >= 0.7
+            && score.promotion_recall.value() >= 0.9
+            && score.superseded_left_current.0 <= 1,
+        "worse than when the second blind log was first scored: {:?}",
+        score.wrong
+    );
+}
