@@ -93,6 +93,9 @@ const BUDGETS: &str = "budgets:\n  mission: {max_tokens: 1000000000, max_wall_se
 struct Sample {
     harness: Duration,
     bare: Duration,
+    /// The durable floor's overhead: the same loop run from this process with and without
+    /// writing each prompt and the run state atomically, the state flushed (see [`floor_loop`]).
+    floor: Duration,
     /// CPU time of the harness run and of the bare loop, all their processes included.
     harness_cpu: Duration,
     bare_cpu: Duration,
@@ -171,7 +174,8 @@ pub fn run(harness: &Harness, options: &Options) -> anyhow::Result<String> {
         "{} iterations of `./run.sh F-001` (validate: false; the agent reads its prompt and prints one line, never the promise) against a bash loop running the same agent on the same {} prompts. Medians of {} runs, the states taken in turn; the overhead is the median over runs of (harness − bare loop) / iterations, with its range; the CPU overhead is the same for the CPU time (user + system) of all their processes, which the machine's load disturbs less.\n\n",
         options.iterations, options.iterations, options.runs
     );
-    text.push_str("| state | harness total (s) | bare loop total (s) | harness per iteration (ms) | bare loop per iteration (ms) | overhead per iteration (ms) | overhead range (ms) | ratio | CPU overhead per iteration (ms) | prompt |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    text.push_str("The durable floor is that bare loop plus what any harness keeping its state durable must do each iteration (issue 20): write the prompt atomically and the run state atomically and flushed, with the harness's own atomic writes. Its overhead is measured from the benchmark's process, the same loop with and without those writes; the harness over the floor is its overhead less the floor's.\n\n");
+    text.push_str("| state | harness total (s) | bare loop total (s) | harness per iteration (ms) | bare loop per iteration (ms) | overhead per iteration (ms) | overhead range (ms) | durable floor's overhead (ms) | harness over the floor (ms) | ratio | CPU overhead per iteration (ms) | prompt |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (case, samples) in &rows {
         text.push_str(&table_row(case.name, samples, n));
     }
@@ -194,25 +198,25 @@ pub fn run(harness: &Harness, options: &Options) -> anyhow::Result<String> {
     Ok(text)
 }
 
-/// The table's row of one state: medians of its runs, the overhead and its range.
+/// The table's row of one state: medians of its runs, the overhead and its range, the floor's
+/// overhead and the harness's over the floor.
 fn table_row(name: &str, samples: &[Sample], n: f64) -> String {
     let harness_times: Vec<Duration> = samples.iter().map(|s| s.harness).collect();
     let bare_times: Vec<Duration> = samples.iter().map(|s| s.bare).collect();
-    let overheads: Vec<f64> = samples
-        .iter()
-        .map(|s| (s.harness.as_secs_f64() - s.bare.as_secs_f64()) / n)
-        .collect();
+    let per_iteration =
+        |of: fn(&Sample) -> f64| -> Vec<f64> { samples.iter().map(|s| of(s) / n).collect() };
+    let overheads = per_iteration(|s| s.harness.as_secs_f64() - s.bare.as_secs_f64());
+    let floors = per_iteration(|s| s.floor.as_secs_f64());
+    let over_floor =
+        per_iteration(|s| s.harness.as_secs_f64() - s.bare.as_secs_f64() - s.floor.as_secs_f64());
     let ratios: Vec<f64> = samples
         .iter()
         .map(|s| s.harness.as_secs_f64() / s.bare.as_secs_f64())
         .collect();
-    let cpu: Vec<f64> = samples
-        .iter()
-        .map(|s| (s.harness_cpu.as_secs_f64() - s.bare_cpu.as_secs_f64()) / n)
-        .collect();
+    let cpu = per_iteration(|s| s.harness_cpu.as_secs_f64() - s.bare_cpu.as_secs_f64());
     let (low, high) = range(&overheads);
     format!(
-        "| {} | {} | {} | {} | {} | **{}** | {}–{} | {:.1}× | {} | {} |\n",
+        "| {} | {} | {} | {} | {} | **{}** | {}–{} | {} | {} | {:.1}× | {} | {} |\n",
         name,
         secs(median_secs(&harness_times)),
         secs(median_secs(&bare_times)),
@@ -221,6 +225,8 @@ fn table_row(name: &str, samples: &[Sample], n: f64) -> String {
         ms(median(&overheads)),
         ms(low),
         ms(high),
+        ms(median(&floors)),
+        ms(median(&over_floor)),
         median(&ratios),
         ms(median(&cpu)),
         bytes(samples.last().map_or(0, |s| s.prompt_bytes))
@@ -277,13 +283,57 @@ fn measure(harness: &Harness, case: &Case, iterations: u32) -> anyhow::Result<Sa
     if !status.success() {
         bail!("the bare loop failed: {status}");
     }
+    let state_bytes = std::fs::read(project.state_dir().join("runs/F-001/state.json"))?;
+    let floor_dir = project.workdir.join(".floor");
+    let plain = floor_loop(&floor_dir, &agent, &prompts, None)?;
+    let durable = floor_loop(&floor_dir, &agent, &prompts, Some(&state_bytes))?;
+    let floor = durable.saturating_sub(plain);
     Ok(Sample {
         harness: harness_time,
         bare: bare_time,
+        floor,
         harness_cpu: cpu_between - cpu_before,
         bare_cpu: cpu_after - cpu_between,
         prompt_bytes,
     })
+}
+
+/// The agent run on each of `prompts` from this process; with `state`, the durable floor as
+/// issue 20 defines it: what any harness that keeps its state durable must do each iteration
+/// besides — write the prompt atomically (not flushed) and the run state (`state`'s bytes)
+/// atomically and flushed, with the harness's own atomic writes, in `dir`.
+fn floor_loop(
+    dir: &Path,
+    agent: &Path,
+    prompts: &[PathBuf],
+    state: Option<&[u8]>,
+) -> anyhow::Result<Duration> {
+    use harness_core::base::atomic::{replace, write_atomic, Flush};
+    use std::process::Stdio;
+    std::fs::create_dir_all(dir)?;
+    let (prompt_file, state_file) = (dir.join("prompt.md"), dir.join("state.json"));
+    let started = Instant::now();
+    for prompt in prompts {
+        let input = match state {
+            Some(_) => {
+                replace(&prompt_file, &std::fs::read(prompt)?, Flush::No)?;
+                &prompt_file
+            }
+            None => prompt,
+        };
+        let status = Command::new(agent)
+            .stdin(std::fs::File::open(input)?)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()?;
+        if !status.success() {
+            bail!("the floor loop's agent failed: {status}");
+        }
+        if let Some(state) = state {
+            write_atomic(&state_file, state)?;
+        }
+    }
+    Ok(started.elapsed())
 }
 
 /// The prompt.md of the last `count` attempts.
