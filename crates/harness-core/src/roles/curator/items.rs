@@ -537,7 +537,7 @@ mod tests {
     }
 
     #[test]
-    fn a_heading_names_the_subject_and_a_named_change_replaces_only_what_it_names() {
+    fn what_a_decision_is_about_and_what_a_change_names_decide_what_it_replaces() {
         let items = grouped(
             "[2026-04-24T10:00:00Z] worker F-001 DECISION: state stays local for the first features\n\
              [2026-04-24T10:00:00Z] worker F-001 DECISION: a failed send goes to the dead letters table\n\
@@ -556,6 +556,12 @@ mod tests {
         );
         // "goes" is rare here too, but the change says what it replaces: SMTP.
         assert_eq!(by_text("a failed send").superseded_by, None);
+        // A possessor is not the subject: the distance and the hikes are two.
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: a hike's distance is the sum of its legs\n\
+             [2026-04-25T10:00:00Z] worker F-005 DECISION: each user's hikes are documents in the cloud store\n",
+        );
+        assert!(items.iter().all(|item| item.superseded_by.is_none()));
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! - they are about the same thing: in "X is/are/stays …" decisions and "X: …" ones with a
 //!   short X, the words of the X (what is decided about) share one, amounts and prices being
 //!   one thing (`prices are numeric(12,2)`, `amounts are integer cents`; "state stays local",
-//!   "remote state: an S3 bucket"), or one is the acronym of the other's words (`MSRV`, "the
+//!   "remote state: an S3 bucket"; a possessor is not the subject: "a hike's distance" is about
+//!   the distance, not the hikes), or one is the acronym of the other's words (`MSRV`, "the
 //!   minimum supported Rust version");
 //! - the newer says that it changes something ("now", "instead of", "no more", "moved to",
 //!   "replaces"…) and names what is rare in the older (a word of at most [`RARE`] items, such
@@ -333,7 +334,11 @@ fn subject(text: &str, context: &Context) -> BTreeSet<String> {
         .next()
         .unwrap_or("");
     let lowered = clause.to_lowercase();
-    let words: Vec<&str> = lowered.split_whitespace().collect();
+    // A possessor is not what is decided about: "a hike's distance" is about the distance.
+    let words: Vec<&str> = lowered
+        .split_whitespace()
+        .filter(|w| !w.ends_with("'s") && !w.ends_with("’s"))
+        .collect();
     let read = |words: &[&str]| -> BTreeSet<String> {
         super::similarity::read_words(&words.join(" "), context)
             .words
