@@ -472,6 +472,56 @@ fn a_validator_out_of_waits_stops_provisional_and_a_re_run_validates_it() {
 }
 
 #[test]
+fn running_out_of_waits_is_an_event_of_its_own_for_the_worker_and_the_validator() {
+    // Regression: a run stopped by a setback with no wait left told no hook (only agent_stop,
+    // whose decision said so), so a night's run that stopped on a usage limit went unnoticed.
+    let heard = tempfile::NamedTempFile::new().unwrap();
+    let hook = format!(
+        "hooks: {{waits_exhausted: [{{command: \"cat >> '{}'\"}}]}}\n",
+        heard.path().display()
+    );
+    let limit = "You''ve hit your session limit · resets 3pm (UTC)";
+    let worker = Project::new(
+        ONE_FEATURE,
+        &format!("steps:\n  - [print: '{limit}', exit: 1]\n  - [print: '{limit}', exit: 1]\n"),
+    );
+    worker.config(
+        "",
+        &format!("rate_limit: {{wait_secs: 0, max_waits: 1, max_wait_secs: 1}}\n{hook}"),
+    );
+    let out = worker.run(&["F-001"]);
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    let (_validator, out) = validator_held_up_with(3, &hook);
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    let heard = json_lines(&std::fs::read_to_string(heard.path()).unwrap());
+    let said: Vec<_> = heard
+        .iter()
+        .map(|h| {
+            let role = h["run_id"].as_str().unwrap().split('-').nth(1).unwrap();
+            (
+                role.to_string(),
+                h["outcome"].clone(),
+                h["wait_number"].clone(),
+                h["wait_secs"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("worker", "rate_limited", 2),
+            ("validator", "service_error", 3)
+        ]
+        .map(|(r, o, n)| (r.to_string(), o.into(), n.into(), 0.into())),
+        "{heard:#?}"
+    );
+    assert!(heard.iter().all(|h| h["event"] == "waits_exhausted"
+        && h["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("F-001 stopped:"))));
+}
+
+#[test]
 fn a_budget_run_out_during_validation_leaves_the_feature_provisional() {
     // Regression: the validator stopped by a budget rejected the feature, as if it had failed.
     // The worker has 3 s, under load too; the validator, which sleeps 8, runs past them.

@@ -16,7 +16,7 @@ use crate::roles::attempt::{
 use crate::roles::inputs::{InputMemo, Layers};
 use crate::roles::lifecycle::events::AttemptFields;
 use crate::roles::prompt::{feature_spec, Prompt, RuntimeContext};
-use crate::roles::worker::{held_up, wait_out, Hold};
+use crate::roles::worker::{held_up, setback_details, wait_out, Hold};
 use crate::spec::config::{AgentConfig, Config};
 use crate::spec::features::{Feature, FeatureId};
 use crate::spec::role::Role;
@@ -386,16 +386,24 @@ pub fn run_validator(request: &FeatureRequest) -> anyhow::Result<RoleReport> {
         undecided => {
             let report =
                 stop_undecided(&mut session, place, (&attempt, &run), transition, outcome)?;
+            let fields = AttemptFields::new(
+                attempt.run_id.as_str(),
+                (attempt.iteration, attempt.max_iterations),
+                None,
+            );
             return match &undecided {
-                // Out of waits, the report stands.
                 Judged::HeldUp { hold, in_a_row } if report.exit_code == exit_codes::CONTINUE => {
-                    let fields = AttemptFields::new(
-                        attempt.run_id.as_str(),
-                        (attempt.iteration, attempt.max_iterations),
-                        None,
-                    );
                     let waited = (fields, hold, *in_a_row);
                     wait_out(report, &mut session, place, waited, "validating again")
+                }
+                // Out of waits, the report stands, and the hooks hear of it.
+                Judged::HeldUp { hold, in_a_row } => {
+                    let details = setback_details(hold, *in_a_row, false);
+                    let message = report.message.lines().next().unwrap_or_default();
+                    let payload = session
+                        .scene(place)
+                        .waits_exhausted(fields, details, message);
+                    session.conclude(place, &[payload], report)
                 }
                 _ => Ok(report),
             };

@@ -1103,8 +1103,8 @@ fn pass_gate(
 }
 
 /// The events of an attempt that was written: `agent_stop`, its gate's (`checks_failed`,
-/// `phase_passed` or `phase_failed`), a budget that ran out, and the feature's new status
-/// (from `status_before`).
+/// `phase_passed` or `phase_failed`), a budget that ran out or no wait left, and the feature's
+/// new status (from `status_before`).
 fn worker_events(
     session: &Session,
     place: &Place,
@@ -1139,6 +1139,14 @@ fn worker_events(
             .map_or(0.0, |ms| ms as f64 / 1000.0),
     };
     let mut payloads = vec![scene.agent_stop(fields.clone(), details, message)];
+    if let Some(hold) = judgement
+        .hold
+        .as_ref()
+        .filter(|_| judgement.decision == Decision::OutOfWaits)
+    {
+        let details = setback_details(hold, judgement.streaks.held_in_a_row, false);
+        payloads.push(scene.waits_exhausted(fields.clone(), details, message));
+    }
     let gate = judgement.gate.as_ref().map(|gate| &gate.record);
     if let Some(gate) = gate.filter(|_| judgement.decision != Decision::Halt) {
         if gate.failed_checks().next().is_some() {
@@ -1276,6 +1284,18 @@ fn note_outcome(judgement: &Judgement, message: &str) -> String {
     }
 }
 
+/// What the hooks hear of setback `hold` (`rate_limit_wait`, `waits_exhausted`): the
+/// `wait_number`th in a row, waited out or, with no wait left, not (`wait_secs` 0).
+pub fn setback_details(hold: &Hold, wait_number: u32, waiting: bool) -> Details {
+    Details::RateLimit {
+        outcome: hold.setback.kind.outcome(),
+        wait_secs: if waiting { hold.wait.as_secs() } else { 0 },
+        wait_number,
+        max_waits: hold.max_waits,
+        resets_at: hold.resets_at.map(time::format),
+    }
+}
+
 /// A setback: `report`'s line ("waiting …") is printed now, once, and the hooks hear of the
 /// wait; after it the role runs again (`again` says how: "trying again"), or stops on the
 /// interrupt that came during the wait, resumable. The worker's and the validator's waits.
@@ -1287,13 +1307,7 @@ pub fn wait_out(
     again: &str,
 ) -> anyhow::Result<RoleReport> {
     eprintln!("{}: {}", session.role, report.message);
-    let details = Details::RateLimit {
-        outcome: hold.setback.kind.outcome(),
-        wait_secs: hold.wait.as_secs(),
-        wait_number,
-        max_waits: hold.max_waits,
-        resets_at: hold.resets_at.map(time::format),
-    };
+    let details = setback_details(hold, wait_number, true);
     let payload = session
         .scene(place)
         .rate_limit_wait(fields, details, &report.message);

@@ -94,9 +94,9 @@ validate: true
 # Hooks: commands run on lifecycle events, with the event as one JSON object on stdin and its
 # fields in HARNESS_* (HARNESS_EVENT, HARNESS_FEATURE_ID, HARNESS_MESSAGE, …). Events:
 # iteration_start, agent_stop, phase_passed, phase_failed, checks_failed, feature_done,
-# feature_failed, feature_blocked, budget_reached, rate_limit_wait, mission_done. A failing or
-# hanging hook is recorded (hooks/runs.jsonl) and said, and the run goes on; `on_error: stop`
-# makes it a gate. More examples (Slack, mail) in the README.
+# feature_failed, feature_blocked, budget_reached, rate_limit_wait, waits_exhausted,
+# mission_done. A failing or hanging hook is recorded (hooks/runs.jsonl) and said, and the run
+# goes on; `on_error: stop` makes it a gate. More examples (Slack, mail) in the README.
 # hooks:
 #   feature_done:
 #     - command: ["sh", "-c", "notify-send harness \"$HARNESS_MESSAGE\""]

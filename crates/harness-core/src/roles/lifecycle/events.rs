@@ -108,7 +108,8 @@ pub enum Details {
     /// `budget_reached`.
     Budget { budget: String },
     /// `rate_limit_wait`: the service held the agent up (`outcome`: `rate_limited` or
-    /// `service_error`) and the harness waits `wait_secs`, wait `wait_number` of `max_waits`.
+    /// `service_error`) and the harness waits `wait_secs`, wait `wait_number` of `max_waits`;
+    /// `waits_exhausted`: it did so past `max_waits` (`wait_number`), and the run stopped.
     RateLimit {
         outcome: Outcome,
         wait_secs: u64,
@@ -229,6 +230,17 @@ impl Scene<'_> {
         message: &str,
     ) -> Payload {
         self.payload(Event::RateLimitWait, message, Some(attempt), details)
+    }
+
+    /// `waits_exhausted`: a setback with no wait left stopped the run (`details` is
+    /// [`Details::RateLimit`], its `wait_secs` 0).
+    pub fn waits_exhausted(
+        &self,
+        attempt: AttemptFields,
+        details: Details,
+        message: &str,
+    ) -> Payload {
+        self.payload(Event::WaitsExhausted, message, Some(attempt), details)
     }
 
     /// `mission_done`: `./run.sh all` ended with `exit_code`; `features` counts them by status.

@@ -134,13 +134,15 @@ pub enum Event {
     BudgetReached,
     /// The agent hit a rate or usage limit; the worker waits before it tries again.
     RateLimitWait,
+    /// The service held the agent up once more with no wait left: the run stopped, resumable.
+    WaitsExhausted,
     /// `./run.sh all` has run every feature it could.
     MissionDone,
 }
 
 impl Event {
     /// Every event, in the order of the lifecycle.
-    pub const ALL: [Event; 11] = [
+    pub const ALL: [Event; 12] = [
         Event::IterationStart,
         Event::AgentStop,
         Event::PhasePassed,
@@ -151,6 +153,7 @@ impl Event {
         Event::FeatureBlocked,
         Event::BudgetReached,
         Event::RateLimitWait,
+        Event::WaitsExhausted,
         Event::MissionDone,
     ];
 
@@ -167,6 +170,7 @@ impl Event {
             Event::FeatureBlocked => "feature_blocked",
             Event::BudgetReached => "budget_reached",
             Event::RateLimitWait => "rate_limit_wait",
+            Event::WaitsExhausted => "waits_exhausted",
             Event::MissionDone => "mission_done",
         }
     }
