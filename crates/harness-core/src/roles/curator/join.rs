@@ -213,11 +213,13 @@ pub fn groups(
         let mut root = groups.root(later);
         prefixes.probe(later, |mut meeting| {
             // A set already in the group needs no comparing: in a large group (a lesson said a
-            // thousand ways), that is most of the sets met. The group it was in when indexed
-            // is at hand, and usually still the group's root: nothing else to read (not even
-            // the union-find's memory, which a large log does not keep in the caches). Then
-            // the filters, which read only the posting; only then the union-find, kept in the
-            // posting for the next sets, and the earlier set's words.
+            // thousand ways), that is most of the sets met. Its group as last seen is in the
+            // posting, and usually still the group's root: nothing else to read (not even the
+            // union-find's memory, which a large log does not keep in the caches). Then the
+            // filters, which read only the posting too (what they rule out at a first meeting
+            // they rule out at every later one: they may come before the visitor mark); only
+            // then the union-find, whose root is kept in the posting for the next sets, and the
+            // earlier set's words.
             if *meeting.group as usize == root {
                 return;
             }
@@ -306,7 +308,7 @@ struct Prefixes {
 struct Meeting<'p> {
     earlier: usize,
     later: usize,
-    /// What the caller said of the earlier set when it was inserted, for it to update.
+    /// What the caller said of the earlier set (its group as last seen), for it to update.
     group: &'p mut u32,
     /// The set that last met the earlier one.
     last_visitor: &'p mut usize,
