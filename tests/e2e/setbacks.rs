@@ -397,14 +397,20 @@ fn a_validator_held_up_by_the_service_waits_and_validates_again_never_rejecting(
     assert!(!stderr.contains("rejected"), "{stderr}");
 }
 
+/// A file that a hook on `event` appends each payload to, and the config's `hooks:` line.
+fn heard_by(event: &str) -> (tempfile::NamedTempFile, String) {
+    let heard = tempfile::NamedTempFile::new().unwrap();
+    let hook = format!(
+        "hooks: {{{event}: [{{command: \"cat >> '{}'\"}}]}}\n",
+        heard.path().display()
+    );
+    (heard, hook)
+}
+
 #[test]
 fn the_hooks_hear_of_the_validators_waits() {
     // Regression: only the worker's waits reached the rate_limit_wait hook.
-    let heard = tempfile::NamedTempFile::new().unwrap();
-    let hook = format!(
-        "hooks: {{rate_limit_wait: [{{command: \"cat >> '{}'\"}}]}}\n",
-        heard.path().display()
-    );
+    let (heard, hook) = heard_by("rate_limit_wait");
     let (_project, out) = validator_held_up_with(2, &hook);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     let waits = json_lines(&std::fs::read_to_string(heard.path()).unwrap());
@@ -475,11 +481,7 @@ fn a_validator_out_of_waits_stops_provisional_and_a_re_run_validates_it() {
 fn running_out_of_waits_is_an_event_of_its_own_for_the_worker_and_the_validator() {
     // Regression: a run stopped by a setback with no wait left told no hook (only agent_stop,
     // whose decision said so), so a night's run that stopped on a usage limit went unnoticed.
-    let heard = tempfile::NamedTempFile::new().unwrap();
-    let hook = format!(
-        "hooks: {{waits_exhausted: [{{command: \"cat >> '{}'\"}}]}}\n",
-        heard.path().display()
-    );
+    let (heard, hook) = heard_by("waits_exhausted");
     let limit = "You''ve hit your session limit · resets 3pm (UTC)";
     let worker = Project::new(
         ONE_FEATURE,

@@ -636,6 +636,24 @@ mod tests {
         .unwrap()
     }
 
+    /// What `items` of a first mission graduate into `identities`, with the default rules.
+    fn graduated_alone(items: &[Item], identities: &Identities) -> Vec<Graduation> {
+        let refs: Vec<&Item> = items.iter().collect();
+        let params = Params::default();
+        let context = Context::default();
+        let none = Recurrence::new(&Ledger::default(), params.similarity, "m-1", &context);
+        let judged = Judgments::default();
+        graduate(
+            &refs,
+            identities,
+            &none,
+            (&context, &judged),
+            &params,
+            &|| false,
+        )
+        .unwrap()
+    }
+
     #[test]
     fn a_trick_from_two_workers_graduates_once_and_says_why() {
         let items = items_of(
@@ -645,20 +663,7 @@ mod tests {
              [2026-04-24T13:00:00Z] worker F-3 TRICK: alone trick said thrice\n\
              [2026-04-24T14:00:00Z] worker F-3 TRICK: alone trick said thrice\n",
         );
-        let refs: Vec<&Item> = items.iter().collect();
-        let params = Params::default();
-        let identities: Identities = vec![(Role::Worker, None)];
-        let context = Context::default();
-        let none = Recurrence::new(&Ledger::default(), params.similarity, "m-1", &context);
-        let done = graduate(
-            &refs,
-            &identities,
-            &none,
-            (&context, &Judgments::default()),
-            &params,
-            &|| false,
-        )
-        .unwrap();
+        let done = graduated_alone(&items, &vec![(Role::Worker, None)]);
         assert_eq!(done.len(), 1, "{done:?}");
         assert_eq!(done[0].rule, Rule::Trick);
         assert!(done[0]
@@ -672,16 +677,7 @@ mod tests {
             Role::Worker,
             Some("# Identity: worker\n- Run cargo test -q to keep output short.\n".into()),
         )];
-        assert!(graduate(
-            &refs,
-            &identities,
-            &none,
-            (&context, &Judgments::default()),
-            &params,
-            &|| false
-        )
-        .unwrap()
-        .is_empty());
+        assert!(graduated_alone(&items, &identities).is_empty());
     }
 
     #[test]
@@ -694,27 +690,12 @@ mod tests {
                  [2026-04-24T12:05:00Z] {validator} F-3 LESSON: every resource had the Owner tag through default_tags\n"
             ))
         };
-        let graduated = |items: &[Item]| {
-            let refs: Vec<&Item> = items.iter().collect();
-            let params = Params::default();
-            let context = Context::default();
-            let none = Recurrence::new(&Ledger::default(), params.similarity, "m-1", &context);
-            let identities: Identities = vec![(Role::Worker, None), (Role::Validator, None)];
-            graduate(
-                &refs,
-                &identities,
-                &none,
-                (&context, &Judgments::default()),
-                &params,
-                &|| false,
-            )
-            .unwrap()
-        };
-        let forgotten = graduated(&log("worker"));
+        let identities: Identities = vec![(Role::Worker, None), (Role::Validator, None)];
+        let forgotten = graduated_alone(&log("worker"), &identities);
         assert_eq!(forgotten.len(), 1, "{forgotten:?}");
         assert_eq!(forgotten[0].rule, Rule::Convention);
         // The same convention, checked by the validator: the project's rule.
-        assert_eq!(graduated(&log("validator")), []);
+        assert_eq!(graduated_alone(&log("validator"), &identities), []);
     }
 
     #[test]
