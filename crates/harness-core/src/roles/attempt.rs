@@ -269,7 +269,7 @@ impl Attempt {
     /// What redacts this attempt's prompt and output: the secrets of the harness's environment
     /// and of the agent's.
     fn redactor(&self) -> Redactor {
-        Redactor::from_env(std::env::vars().chain(self.agent_env()))
+        Redactor::of_process_and(self.agent_env())
     }
 
     /// The agent's environment beside the harness's: config.yaml's `env`, then L0's variables.

@@ -93,7 +93,7 @@ pub fn explain(request: &FeatureRequest, role: Role) -> anyhow::Result<Explanati
     // As it would be sent: the secrets of the harness's environment and of the agent's
     // redacted (see `Attempt::save_prompt`).
     let agent_env = config.agent_for(role).env.iter().cloned();
-    let text = Redactor::from_env(std::env::vars().chain(agent_env))
+    let text = Redactor::of_process_and(agent_env)
         .redact(&prompt.render())
         .into_owned();
     Ok(Explanation {

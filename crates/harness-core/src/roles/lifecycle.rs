@@ -103,7 +103,7 @@ pub fn run_command(supervised: &Supervised) -> Ran {
         log: supervised.log,
         echo: supervised.echo,
         limits: Limits::default(),
-        redactor: Redactor::from_env(std::env::vars().chain(env.iter().cloned())),
+        redactor: Redactor::of_process_and(env.iter().cloned()),
         progress: None,
         enclosure: supervised.enclosure,
     };

@@ -93,6 +93,19 @@ fn secret_forms(value: &str) -> Vec<Vec<u8>> {
     forms
 }
 
+/// The forms of the secret values among `vars` (name, value), as the redactor looks for them.
+fn secret_values<I, K, V>(vars: I) -> Vec<Vec<u8>>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<str>,
+    V: AsRef<str>,
+{
+    vars.into_iter()
+        .filter(|(name, _)| is_secret_name(name.as_ref()))
+        .flat_map(|(_, value)| secret_forms(value.as_ref()))
+        .collect()
+}
+
 impl Redactor {
     /// A redactor for the secret values among `vars` (name, value).
     pub fn from_env<I, K, V>(vars: I) -> Self
@@ -101,11 +114,28 @@ impl Redactor {
         K: AsRef<str>,
         V: AsRef<str>,
     {
-        let mut values: Vec<Vec<u8>> = vars
-            .into_iter()
-            .filter(|(name, _)| is_secret_name(name.as_ref()))
-            .flat_map(|(_, value)| secret_forms(value.as_ref()))
-            .collect();
+        Self::from_values(secret_values(vars))
+    }
+
+    /// A redactor for the secrets of this process's environment and of `extra` (what an agent
+    /// or a hook gets besides). The process's are read once: nothing changes its environment
+    /// while it runs, and reading it cost a worker's iteration more than the rest of this.
+    pub fn of_process_and<I, K, V>(extra: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        static PROCESS: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+        let mut values = PROCESS
+            .get_or_init(|| secret_values(std::env::vars()))
+            .clone();
+        values.extend(secret_values(extra));
+        Self::from_values(values)
+    }
+
+    /// A redactor for `values`, each a form of a secret.
+    fn from_values(mut values: Vec<Vec<u8>>) -> Self {
         values.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
         values.dedup();
         let shape_starts = shapes::ShapeStarts::new();
