@@ -507,7 +507,7 @@ fn earned(
         None => {
             wordings
                 .iter()
-                .any(|(text, ..)| hygiene::validator_rule(text))
+                .any(|(text, ..)| hygiene::projects_rule(text))
                 || hygiene::about_features(item, context)
         }
     };

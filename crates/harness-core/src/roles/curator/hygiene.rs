@@ -97,7 +97,7 @@ pub fn wordings(item: &Item) -> Vec<(&str, Option<&str>, Tag)> {
 /// Whether `text` says that this project's validator checks something, or that the project
 /// asks for it: a rule of the project ("the validator rejects unprefixed models", "a /// comment
 /// on every public function, as the project requires"), not general knowledge.
-pub fn validator_rule(text: &str) -> bool {
+pub fn projects_rule(text: &str) -> bool {
     const CHECKS: &[&str] = &[
         "check", "checks", "demands", "expects", "flags", "greps", "insists", "reads", "rejected",
         "rejects", "requires", "wants",
@@ -275,25 +275,25 @@ mod tests {
 
     #[test]
     fn a_validators_rule_is_the_projects() {
-        assert!(validator_rule(
+        assert!(projects_rule(
             "a mart without the fct_ prefix; the validator rejects unprefixed models"
         ));
-        assert!(validator_rule(
+        assert!(projects_rule(
             "every handler logs request_id, as the validator expects"
         ));
-        assert!(validator_rule(
+        assert!(projects_rule(
             "the check script flags it and the Validator checks the layout"
         ));
-        assert!(!validator_rule(
+        assert!(!projects_rule(
             "the validator could not find the file: git commit -a skipped it"
         ));
-        assert!(!validator_rule(
+        assert!(!projects_rule(
             "cargo fmt before committing: CI rejects unformatted code"
         ));
-        assert!(validator_rule(
+        assert!(projects_rule(
             "every public function gets a /// comment, as the project requires"
         ));
-        assert!(!validator_rule(
+        assert!(!projects_rule(
             "the project reads its settings from the environment"
         ));
     }
