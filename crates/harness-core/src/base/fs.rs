@@ -17,7 +17,7 @@ use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::RwLock;
+use std::sync::{Arc, Mutex, RwLock};
 
 use crate::base::error::InputError;
 
@@ -34,6 +34,21 @@ pub fn confine(root: &Path) {
         roots.push(root.to_path_buf());
     }
 }
+
+/// The state directories opened last, each with the device and inode it had: an attempt
+/// walks from its state directory two dozen times, and one stat of its path tells whether the
+/// directory open here is still the one there (open, its inode cannot be reused by another).
+static OPENED_ROOTS: Mutex<Vec<OpenedRoot>> = Mutex::new(Vec::new());
+
+/// A state directory held open: its path, its descriptor, its device and inode.
+struct OpenedRoot {
+    path: PathBuf,
+    fd: Arc<OwnedFd>,
+    identity: (u64, u64),
+}
+
+/// How many of [`OPENED_ROOTS`] are kept open.
+const KEPT_ROOTS: usize = 8;
 
 /// The state directory `path` lies strictly below, if any (the deepest, should two nest).
 fn root_of(path: &Path) -> Option<PathBuf> {
@@ -170,7 +185,7 @@ pub(crate) fn check(result: libc::c_int) -> io::Result<libc::c_int> {
 /// An open directory, and whether what lies in it is state (no link is followed).
 #[derive(Debug)]
 pub struct Dir {
-    fd: OwnedFd,
+    fd: Arc<OwnedFd>,
     path: PathBuf,
     confined: bool,
 }
@@ -205,18 +220,23 @@ impl Dir {
     /// time below its state directory.
     fn walk(path: &Path, create: bool) -> io::Result<Dir> {
         let Some(root) = root_of(path) else {
-            if create {
-                std::fs::create_dir_all(path)?;
-            }
-            let fd = open_at(libc::AT_FDCWD, &c_name(path.as_os_str())?, directory(false))?;
+            let name = c_name(path.as_os_str())?;
+            let fd = match open_at(libc::AT_FDCWD, &name, directory(false)) {
+                // Made only when missing: the common case costs one open, not a mkdir and a stat.
+                Err(error) if create && error.kind() == io::ErrorKind::NotFound => {
+                    std::fs::create_dir_all(path)?;
+                    open_at(libc::AT_FDCWD, &name, directory(false))?
+                }
+                other => other?,
+            };
             let path = path.to_path_buf();
             return Ok(Dir {
-                fd,
+                fd: Arc::new(fd),
                 path,
                 confined: false,
             });
         };
-        let mut dir = Dir::walk(&root, create)?;
+        let mut dir = Dir::root(&root, create)?;
         dir.confined = true;
         for component in path
             .strip_prefix(&root)
@@ -231,6 +251,39 @@ impl Dir {
             };
             dir = dir.child(name, create)?;
         }
+        Ok(dir)
+    }
+
+    /// The state directory `root`: the one opened before while its path still names it, else
+    /// opened (made first when missing and `create`) and kept.
+    fn root(root: &Path, create: bool) -> io::Result<Dir> {
+        let now = stat_following(root)?;
+        let mut opened = OPENED_ROOTS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(held) = opened
+            .iter()
+            .find(|held| held.path == root && Some(held.identity) == now)
+        {
+            return Ok(Dir {
+                fd: Arc::clone(&held.fd),
+                path: root.to_path_buf(),
+                confined: false,
+            });
+        }
+        let dir = Dir::walk(root, create)?;
+        let stat = fstat(&dir.fd)?;
+        opened.retain(|held| held.path != root);
+        if opened.len() >= KEPT_ROOTS {
+            // A process works in one or two; a test process makes hundreds, and its descriptors
+            // would run out.
+            opened.remove(0);
+        }
+        opened.push(OpenedRoot {
+            path: root.to_path_buf(),
+            fd: Arc::clone(&dir.fd),
+            identity: identity_of(&stat),
+        });
         Ok(dir)
     }
 
@@ -256,7 +309,7 @@ impl Dir {
         };
         let fd = opened.map_err(|error| self.explain(error, name))?;
         Ok(Dir {
-            fd,
+            fd: Arc::new(fd),
             path,
             confined: true,
         })
@@ -303,11 +356,8 @@ impl Dir {
             if !kind.is_file() {
                 return Err(refused(self.path.join(name), false));
             }
-            let raw = file.as_raw_fd();
-            // SAFETY: reads and sets the status flags of a descriptor we own.
-            let flags = check(unsafe { libc::fcntl(raw, libc::F_GETFL) })?;
-            // SAFETY: as above.
-            check(unsafe { libc::fcntl(raw, libc::F_SETFL, flags & !libc::O_NONBLOCK) })?;
+            // O_NONBLOCK stays: it "has no effect for regular files" (open(2)), and clearing
+            // it would cost two more system calls at each of the dozens of opens an attempt.
         }
         Ok(file)
     }
@@ -318,12 +368,8 @@ impl Dir {
     }
 
     /// The device and inode of `name` here (not following a link): which file it is.
-    // st_dev and st_ino are not u64 on every platform.
-    #[allow(clippy::unnecessary_cast)]
     pub fn identity(&self, name: &OsStr) -> io::Result<Option<(u64, u64)>> {
-        Ok(self
-            .stat(name)?
-            .map(|stat| (stat.st_dev as u64, stat.st_ino as u64)))
+        Ok(self.stat(name)?.as_ref().map(identity_of))
     }
 
     /// The status of `name` here, not following a link; `None` when there is nothing.
@@ -499,6 +545,36 @@ fn directory(confined: bool) -> libc::c_int {
     libc::O_RDONLY | libc::O_DIRECTORY | nofollow
 }
 
+/// The device and inode of `path` (following links: the state directory may be one); `None`
+/// when nothing is there.
+fn stat_following(path: &Path) -> io::Result<Option<(u64, u64)>> {
+    let c = c_name(path.as_os_str())?;
+    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: a NUL-terminated path and a buffer stat fills.
+    match check(unsafe { libc::stat(c.as_ptr(), stat.as_mut_ptr()) }) {
+        // SAFETY: filled by the successful call.
+        Ok(_) => Ok(Some(identity_of(&unsafe { stat.assume_init() }))),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+/// The status of the open file `fd`.
+fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
+    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: a descriptor we own and a buffer fstat fills.
+    check(unsafe { libc::fstat(fd.as_raw_fd(), stat.as_mut_ptr()) })?;
+    // SAFETY: filled by the successful call.
+    Ok(unsafe { stat.assume_init() })
+}
+
+/// Which file `stat` is: its device and inode.
+// st_dev and st_ino are not u64 on every platform.
+#[allow(clippy::unnecessary_cast)]
+fn identity_of(stat: &libc::stat) -> (u64, u64) {
+    (stat.st_dev as u64, stat.st_ino as u64)
+}
+
 fn open_at(dir: libc::c_int, name: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
     loop {
         // SAFETY: a valid descriptor (or AT_FDCWD), a NUL-terminated name; mode used on O_CREAT.
@@ -537,18 +613,19 @@ pub fn read_optional(path: &Path) -> io::Result<Option<Vec<u8>>> {
 /// The last `max` bytes of the file `path` (all of it when shorter), and whether they begin at
 /// its start; `None` when it does not exist.
 pub fn read_tail(path: &Path, max: u64) -> io::Result<Option<(Vec<u8>, bool)>> {
-    use std::os::unix::fs::FileExt;
-    let file = match open(path, Mode::Read) {
+    use std::io::{Seek, SeekFrom};
+    let mut file = match open(path, Mode::Read) {
         Ok(file) => file,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(error),
     };
     let len = file.metadata()?.len();
     let start = len.saturating_sub(max);
-    let mut bytes = vec![0; (len - start) as usize];
-    let read = file.read_at(&mut bytes, start)?;
-    // A file that shrank meanwhile: what there is.
-    bytes.truncate(read);
+    file.seek(SeekFrom::Start(start))?;
+    // Read into spare capacity, not a zeroed buffer: a prompt reads this every attempt. A file
+    // that shrank meanwhile gives what there is; one that grew, no more than asked.
+    let mut bytes = Vec::with_capacity((len - start) as usize);
+    file.take(len - start).read_to_end(&mut bytes)?;
     Ok(Some((bytes, start == 0)))
 }
 
@@ -603,24 +680,58 @@ pub fn remove_dir(path: &Path) -> io::Result<()> {
 /// Fails with [`Refused`] at the first of `paths` that is a link or a special file, or lies
 /// below one: the check a role makes before it changes anything.
 pub fn refuse_links<'a>(paths: impl IntoIterator<Item = &'a Path>) -> io::Result<()> {
-    // A role checks two dozen paths in a handful of directories, each opened once (a walk from
-    // the state directory, a component at a time, for each path cost ~80 opens an iteration).
-    let mut parents: std::collections::HashMap<&Path, Option<Dir>> = Default::default();
+    // A role checks two dozen paths in a handful of directories at each attempt: each directory
+    // is opened once, from the one above it, not walked to from the state directory's path.
+    let mut dirs: std::collections::HashMap<PathBuf, Option<Dir>> = Default::default();
     for path in paths {
-        let parent = path.parent().unwrap_or(Path::new(""));
-        if !parents.contains_key(parent) {
-            let dir = match Dir::parent_of(path) {
-                Ok((dir, _)) => Some(dir),
-                Err(error) if error.kind() == io::ErrorKind::NotFound => None,
-                Err(error) => return Err(error),
-            };
-            parents.insert(parent, dir);
-        }
-        if let (Some(Some(dir)), Some(name)) = (parents.get(parent), path.file_name()) {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            continue;
+        };
+        if let Some(dir) = opened(parent, &mut dirs)? {
             dir.refuse_link(name)?;
         }
     }
     Ok(())
+}
+
+/// The directory `path` from `dirs`, opened and added when missing there (`None`: it does not
+/// exist); below a state directory, from its parent's, never through a link.
+fn opened<'d>(
+    path: &Path,
+    dirs: &'d mut std::collections::HashMap<PathBuf, Option<Dir>>,
+) -> io::Result<Option<&'d Dir>> {
+    if !dirs.contains_key(path) {
+        let dir = match (root_of(path), path.parent(), path.file_name()) {
+            (Some(_), Some(parent), Some(name)) => match opened(parent, dirs)? {
+                Some(parent) => found(parent.subdir(name))?,
+                None => None,
+            },
+            _ => found(Dir::open_dir(path))?.map(|mut dir| {
+                dir.confined |= is_root(path);
+                dir
+            }),
+        };
+        dirs.insert(path.to_path_buf(), dir);
+    }
+    Ok(dirs[path].as_ref())
+}
+
+/// `opened`, or `None` when it does not exist.
+fn found(opened: io::Result<Dir>) -> io::Result<Option<Dir>> {
+    match opened {
+        Ok(dir) => Ok(Some(dir)),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+/// Whether `path` is a state directory.
+fn is_root(path: &Path) -> bool {
+    ROOTS
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .iter()
+        .any(|root| root == path)
 }
 
 #[cfg(test)]

@@ -228,7 +228,7 @@ pub fn append(state: &StateDir, feature: &FeatureId, section: &str) -> io::Resul
 /// The feature's notes as a reader sees them (see [`sections`]), or `None` when there are none.
 pub fn read(state: &StateDir, feature: &FeatureId) -> io::Result<Option<String>> {
     Ok(fs::read_optional(&state.notes(feature))?.and_then(|bytes| {
-        let text = clean(&bytes);
+        let text = clean(bytes);
         let notes = sections(&text, true).0.concat();
         (!notes.trim().is_empty()).then(|| notes.trim().to_string())
     }))
@@ -244,15 +244,25 @@ pub fn read_for_prompt(
     let Some((bytes, from_start)) = fs::read_tail(&state.notes(feature), PROMPT_BYTES)? else {
         return Ok(None);
     };
-    let notes = for_prompt(&clean(&bytes), from_start, budget);
+    let notes = for_prompt(&clean(bytes), from_start, budget);
     Ok((!notes.trim().is_empty()).then(|| notes.trim().to_string()))
 }
 
 /// Text read from a notes file: invalid UTF-8 (a mangled hand edit, or a character the read
 /// began in the middle of) shown with replacement characters, NULs and a BOM dropped.
-fn clean(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes).replace('\0', "");
-    text.trim_start_matches('\u{feff}').to_string()
+fn clean(bytes: Vec<u8>) -> String {
+    // The common case, valid text without NULs or a BOM, is taken as it is, uncopied.
+    let mut text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+    };
+    if text.contains('\0') {
+        text.retain(|c| c != '\0');
+    }
+    match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.trim_start_matches('\u{feff}').to_string(),
+        None => text,
+    }
 }
 
 /// Deletes the feature's notes; returns whether there were any.

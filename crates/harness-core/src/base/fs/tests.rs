@@ -266,3 +266,31 @@ fn every_file_access_goes_through_this_module() {
         direct.join("\n")
     );
 }
+
+#[test]
+fn a_state_directory_moved_away_or_made_again_is_not_the_one_written_to() {
+    let (dir, root, _) = state();
+    write_atomic(&root.join("runs/state.json"), b"1").unwrap();
+    // Moved away: the path now names a new directory, which is the one written to.
+    std_fs::rename(&root, dir.path().join("moved")).unwrap();
+    std_fs::create_dir_all(root.join("runs")).unwrap();
+    write_atomic(&root.join("runs/state.json"), b"2").unwrap();
+    assert_eq!(std_fs::read(root.join("runs/state.json")).unwrap(), b"2");
+    assert_eq!(
+        std_fs::read(dir.path().join("moved/runs/state.json")).unwrap(),
+        b"1"
+    );
+    // Removed and made again.
+    std_fs::remove_dir_all(&root).unwrap();
+    std_fs::create_dir_all(root.join("runs")).unwrap();
+    write_atomic(&root.join("runs/state.json"), b"3").unwrap();
+    assert_eq!(read(&root.join("runs/state.json")).unwrap(), b"3");
+    // Replaced by a link: a state directory may be one, and it is followed to its directory.
+    std_fs::rename(&root, dir.path().join("real")).unwrap();
+    symlink(dir.path().join("real"), &root).unwrap();
+    write_atomic(&root.join("runs/state.json"), b"4").unwrap();
+    assert_eq!(
+        std_fs::read(dir.path().join("real/runs/state.json")).unwrap(),
+        b"4"
+    );
+}
