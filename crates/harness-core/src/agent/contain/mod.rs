@@ -199,9 +199,24 @@ fn own_start_time() -> u64 {
     *START.get_or_init(procfs::own_start_time)
 }
 
+/// `path` with its links resolved, once per process for a path that resolves: every attempt
+/// asks for its state directory's, and resolving costs a readlink per component.
 fn canonical(path: &Path) -> PathBuf {
-    // A path that cannot be resolved (gone) is compared as given.
-    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+    static RESOLVED: std::sync::Mutex<Vec<(PathBuf, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let mut resolved = RESOLVED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, real)) = resolved.iter().find(|(given, _)| given == path) {
+        return real.clone();
+    }
+    match path.canonicalize() {
+        Ok(real) => {
+            resolved.push((path.to_path_buf(), real.clone()));
+            real
+        }
+        // A path that cannot be resolved (gone) is compared as given.
+        Err(_) => path.to_path_buf(),
+    }
 }
 
 /// The processes of one agent invocation: its tag and, where the system allows, its cgroup.
