@@ -501,7 +501,7 @@ pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
     let (sender, signals_in) = mpsc::channel::<Signal>();
     if let Some(mut stdin) = child.stdin.take() {
         let prompt = invocation.prompt.to_string();
-        std::thread::spawn(move || {
+        crate::base::threads::run(move || {
             // An agent that exits without reading its prompt is its own business, not an error.
             let _ = stdin.write_all(prompt.as_bytes());
         });
@@ -530,14 +530,14 @@ pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
             redactor: invocation.redactor.clone(),
             progress: progress.clone(),
         };
-        std::thread::spawn(move || {
+        crate::base::threads::run(move || {
             pump.run(pipe_reader, &mut log);
             let _ = pump.sender.send(Signal::OutputClosed);
         });
     }
     {
         let sender = sender.clone();
-        std::thread::spawn(move || {
+        crate::base::threads::run(move || {
             let _ = sender.send(Signal::Exited(child.wait()));
         });
     }

@@ -18,4 +18,5 @@ pub mod signals;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod text;
+pub mod threads;
 pub mod time;
