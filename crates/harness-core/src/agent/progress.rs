@@ -150,7 +150,9 @@ impl Progress {
                         .ends_with(&format!(" · {}", shown_action(action)))
             });
             if force || due || action_changed {
-                let _ = writeln!(self.out, "[{}] {text}", time::format(time::now()));
+                // One write: a line of its own, not pieces among other processes' lines.
+                let line = format!("[{}] {text}\n", time::format(time::now()));
+                let _ = self.out.write_all(line.as_bytes());
                 self.last_drawn = Some(Instant::now());
             }
         }

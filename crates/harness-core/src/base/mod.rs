@@ -6,6 +6,7 @@
 pub mod append;
 pub mod atomic;
 pub mod cancel;
+pub mod console;
 pub mod error;
 pub mod exit_codes;
 pub mod fs;

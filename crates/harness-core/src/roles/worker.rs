@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::agent::format::setback;
 use crate::agent::{AgentRun, End, Setback, SetbackKind};
+use crate::base::console;
 use crate::base::error::InputError;
 use crate::base::exit_codes;
 use crate::base::git;
@@ -777,7 +778,7 @@ pub fn run_worker_loop(request: &WorkerRequest, start: RunStart) -> anyhow::Resu
             };
             return finish(&mut carry, Ok(report));
         }
-        eprintln!("worker: {}", report.message);
+        console::say(&format!("worker: {}", report.message));
         // The run id given is the first iteration's; each later one makes its own.
         request.feature.run_id = None;
     }
@@ -984,7 +985,7 @@ fn iterate(
 
     // Run the agent.
     session.begin(&attempt, &prompt)?;
-    eprintln!(
+    console::say(&format!(
         "worker: {} iteration {}/{}{} (run {})",
         session.state.feature_id,
         attempt.iteration,
@@ -993,7 +994,7 @@ fn iterate(
             .as_ref()
             .map_or(String::new(), |p| format!(", phase {}", p.label())),
         attempt.run_id
-    );
+    ));
     let before = carry
         .tree
         .take()
@@ -1306,7 +1307,7 @@ pub fn wait_out(
     (fields, hold, wait_number): (AttemptFields, &Hold, u32),
     again: &str,
 ) -> anyhow::Result<RoleReport> {
-    eprintln!("{}: {}", session.role, report.message);
+    console::say(&format!("{}: {}", session.role, report.message));
     let details = setback_details(hold, wait_number, true);
     let payload = session
         .scene(place)
