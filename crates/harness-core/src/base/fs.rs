@@ -682,17 +682,42 @@ pub fn remove_dir(path: &Path) -> io::Result<()> {
 pub fn refuse_links<'a>(paths: impl IntoIterator<Item = &'a Path>) -> io::Result<()> {
     // A role checks two dozen paths in a handful of directories at each attempt: each directory
     // is opened once, from the one above it, not walked to from the state directory's path.
-    let mut dirs: std::collections::HashMap<PathBuf, Option<Dir>> = Default::default();
+    let mut names: Vec<(&Path, Vec<&OsStr>)> = Vec::new();
     for path in paths {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             continue;
         };
-        if let Some(dir) = opened(parent, &mut dirs)? {
-            dir.refuse_link(name)?;
+        match names.iter_mut().find(|(known, _)| *known == parent) {
+            Some((_, in_parent)) => in_parent.push(name),
+            None => names.push((parent, vec![name])),
+        }
+    }
+    let mut dirs: std::collections::HashMap<PathBuf, Option<Dir>> = Default::default();
+    for (parent, in_parent) in names {
+        let Some(dir) = opened(parent, &mut dirs)? else {
+            continue;
+        };
+        if in_parent.len() < LISTED_FROM {
+            for name in in_parent {
+                dir.refuse_link(name)?;
+            }
+            continue;
+        }
+        // The state directory's own files: one listing instead of a stat each. (Not a
+        // directory of one file per feature: its listing would grow with the features.)
+        let listed = dir.entries()?;
+        for name in in_parent {
+            let kind = listed.iter().find(|entry| entry.name == name);
+            if kind.is_some_and(|entry| entry.kind != Kind::File && entry.kind != Kind::Dir) {
+                dir.refuse_link(name)?;
+            }
         }
     }
     Ok(())
 }
+
+/// From how many names checked in one directory [`refuse_links`] lists it instead.
+const LISTED_FROM: usize = 8;
 
 /// The directory `path` from `dirs`, opened and added when missing there (`None`: it does not
 /// exist); below a state directory, from its parent's, never through a link.
