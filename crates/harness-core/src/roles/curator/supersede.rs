@@ -500,11 +500,31 @@ impl<'a> Successors<'a> {
         &self.items[self.decisions[decision]].id
     }
 
-    /// Each decision's successor, by id.
+    /// Each decision's successor, by id. A decision that replaces others only by the change
+    /// it announces (not on their subject nor in their words) replaces one: the one it is most
+    /// like ("switched PNG decoding to libspng: libpng's errors did not fit the expected-based
+    /// API" replaces the libpng decision, not the one on expected-based errors).
     fn chosen(&self) -> Vec<Option<String>> {
+        let mut announced: HashMap<usize, (f64, usize)> = HashMap::new();
+        for (older, best) in self.best.iter().enumerate() {
+            if let Some((score, newer)) = *best {
+                if score < 2.0 {
+                    let kept = announced.entry(newer).or_insert((score, older));
+                    if score > kept.0 {
+                        *kept = (score, older);
+                    }
+                }
+            }
+        }
         self.best
             .iter()
-            .map(|best| best.map(|(_, newer)| self.id(newer).to_string()))
+            .enumerate()
+            .map(|(older, best)| {
+                let (score, newer) = (*best)?;
+                let replaced =
+                    score >= 2.0 || announced.get(&newer).map(|(_, o)| *o) == Some(older);
+                replaced.then(|| self.id(newer).to_string())
+            })
             .collect()
     }
 }
@@ -553,6 +573,23 @@ mod tests {
             .iter()
             .map(|i| (i.text.as_str(), i.superseded_by.as_deref().map(text)))
             .collect()
+    }
+
+    #[test]
+    fn a_change_announced_replaces_one_decision() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: PNG files are read with libpng into RGBA8 images\n\
+             [2026-04-24T11:00:00Z] worker F-002 DECISION: nothing throws across the API: functions return std::expected\n\
+             [2026-04-24T12:00:00Z] worker F-003 DECISION: the CLI parses its options with CLI11\n\
+             [2026-04-25T10:00:00Z] worker F-004 DECISION: switched PNG reading to libspng; libpng's setjmp errors did not fit the expected-based API\n",
+        );
+        let found = successors(&items);
+        let successor = |start: &str| found.iter().find(|(t, _)| t.starts_with(start)).unwrap().1;
+        assert!(
+            successor("PNG files").is_some_and(|s| s.starts_with("switched")),
+            "{found:?}"
+        );
+        assert_eq!(successor("nothing throws"), None, "{found:?}");
     }
 
     #[test]
