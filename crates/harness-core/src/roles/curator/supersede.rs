@@ -1,7 +1,9 @@
 //! Which decision replaces which. A newer decision on the same subject supersedes an older one,
 //! even in other words; the older then goes to MEMORY.md's History. Two decisions are on the
 //! same subject when:
-//! - their words are alike: similarity at the `supersede` threshold (as the join finds them);
+//! - their words are alike: similarity at the `supersede` threshold (as the join finds them),
+//!   unless each states its subject and what is done to it and the two differ in both ("the
+//!   model to keep is chosen by macro F1", "the test set is scored once per chosen model");
 //! - they are about the same thing: in "X is/are/stays …" decisions and "X: …" ones with a
 //!   short X, the words of the X (what is decided about) share one, amounts and prices being
 //!   one thing (`prices are numeric(12,2)`, `amounts are integer cents`; "state stays local",
@@ -141,6 +143,16 @@ impl Decision {
         self.topical = topical.into_iter().collect();
     }
 
+    /// Whether each says what it is about and what is done to it, and the two differ in both:
+    /// "the test set is scored once per chosen model" and "the model to keep is chosen by macro
+    /// F1" share their words, not their subject.
+    fn other_subject(&self, other: &Decision) -> bool {
+        !self.about.is_empty()
+            && !other.about.is_empty()
+            && self.about.is_disjoint(&other.about)
+            && matches!((&self.action, &other.action), (Some(one), Some(two)) if one != two)
+    }
+
     /// Whether the two are about the same thing (but their words). Two that say different
     /// things are done to it are not ("tiles are decoded with libpng", "tiles are re-encoded
     /// as WebP").
@@ -162,7 +174,7 @@ fn replaces(older: &Decision, newer: &Decision, score: f64, alike: bool) -> Opti
     if newer.adds {
         return None;
     }
-    if alike || older.same_subject(newer) {
+    if (alike && !older.other_subject(newer)) || older.same_subject(newer) {
         return Some(2.0 + score);
     }
     // A change that names what it replaces replaces only what names it.
@@ -590,6 +602,37 @@ mod tests {
             "{found:?}"
         );
         assert_eq!(successor("nothing throws"), None, "{found:?}");
+    }
+
+    #[test]
+    fn alike_words_on_two_stated_subjects_replace_nothing() {
+        let text = |newer: &str| {
+            format!(
+                "[2026-04-24T10:00:00Z] worker F-001 DECISION: the model to keep is chosen by macro F1 on the validation set\n\
+                 [2026-04-25T10:00:00Z] worker F-002 DECISION: {newer}\n"
+            )
+        };
+        let items = grouped(&text(
+            "the test set is scored once per chosen model with macro F1 and never used to pick one",
+        ));
+        assert!(
+            items.iter().all(|item| item.superseded_by.is_none()),
+            "{:?}",
+            successors(&items)
+        );
+        // The same subject, or one not stated: alike words still replace.
+        let items = grouped(&text(
+            "the model to keep is chosen by macro F1 on the held-out validation set",
+        ));
+        assert_eq!(
+            items
+                .iter()
+                .filter(|item| item.superseded_by.is_some())
+                .count(),
+            1,
+            "{:?}",
+            successors(&items)
+        );
     }
 
     #[test]
