@@ -6,6 +6,8 @@
 //!   of the same knowledge names too is not of one mission (`psql -f drizzle/*.sql` in two
 //!   projects); values that the missions' wordings name differently are incidental, and
 //!   replaced by a placeholder (`port <n> is already in use`);
+//! - an option's value (`--account=plantsci`) only when another mission's wording names it too
+//!   (a setting of the project, like its paths and ports);
 //! - an identifier or a file name (`assert_cmd`, `tailwind.config.js`) only when the entries of
 //!   two features or two missions name it (a tool's, not one feature's code);
 //! - another mission's wording of the same knowledge only when it names the same code (a
@@ -243,6 +245,14 @@ fn without_one_mission(
             _ => return None,
         }
     }
+    // An option's value is a setting of the project (`--account=plantsci`), unless another
+    // mission's wording names it too.
+    if option_values(said.text)
+        .iter()
+        .any(|value| !elsewhere(all, said.mission, value))
+    {
+        return None;
+    }
     // A placeholder of a feature or run id, from an item's text (or another mission's).
     let ids = [Specific::FeatureId, Specific::RunId].map(Specific::placeholder);
     if ids
@@ -313,6 +323,28 @@ pub fn phrases(text: &str) -> BTreeSet<String> {
         .windows(3)
         .filter(|run| run.iter().filter(|w| is_content_word(w)).count() >= 2)
         .map(|run| run.join(" "))
+        .collect()
+}
+
+/// The values given to options in `text` (`--account=plantsci` → `plantsci`), lowercase: those
+/// with a letter, not a placeholder (`-Dtest=<class>`) nor a variable.
+pub fn option_values(text: &str) -> Vec<String> {
+    text.split_whitespace()
+        .map(|token| {
+            token.trim_matches(|c: char| matches!(c, '`' | '\'' | '"' | ',' | ';' | ')' | '('))
+        })
+        .filter(|token| {
+            token.starts_with('-')
+                && token
+                    .trim_start_matches('-')
+                    .starts_with(char::is_alphabetic)
+        })
+        .filter_map(|token| token.split_once('=').map(|(_, value)| value))
+        .map(|value| value.trim_end_matches(['.', ':']))
+        .filter(|value| {
+            !value.starts_with(['<', '$', '{']) && value.chars().any(|c| c.is_ascii_alphabetic())
+        })
+        .map(str::to_lowercase)
         .collect()
 }
 
@@ -430,6 +462,40 @@ mod tests {
             assert!(atoms.contains(atom), "{atom}: {atoms:?}");
         }
         assert!(code_atoms("end-to-end tests and ISO-8601 text").is_empty());
+    }
+
+    #[test]
+    fn an_options_value_is_the_projects_setting() {
+        let hpc = Context::new("/p/leafnet", ["F-004", "F-006"]);
+        let lab = Context::new("/p/cropnet", ["F-001"]);
+        let own = [
+            said(
+                "jobs need --partition=gpu-a100 --account=plantsci; without the account sbatch refuses",
+                "hpc",
+                &hpc,
+                "F-004",
+            ),
+            said(
+                "sbatch refuses a job without --partition=gpu-a100 --account=plantsci",
+                "hpc",
+                &hpc,
+                "F-006",
+            ),
+        ];
+        assert_eq!(general_wording(&own, &[], TWO, None), None);
+        // Named by another mission too, the value is not this project's alone.
+        let others = [said(
+            "sbatch needs --partition=gpu-a100 --account=plantsci on this cluster too",
+            "lab",
+            &lab,
+            "F-001",
+        )];
+        assert!(general_wording(&own, &others, Needed::Missions(2), None).is_some());
+        // A count, a placeholder or a flag alone are no setting.
+        assert_eq!(
+            option_values("go test -count=1 ./..., -Dtest=<class>, --no-pager and --pool=forks"),
+            ["forks"]
+        );
     }
 
     #[test]
