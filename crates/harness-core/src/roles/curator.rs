@@ -492,15 +492,20 @@ fn new_files(
     files
 }
 
-/// The context in which a mission's entries are read: its project's name and the feature ids
-/// of its entries.
+/// The context in which a mission's entries are read: its project's name, the feature ids of
+/// its entries and the directories their paths name.
 fn log_context(project: &str, lines: &[&log::Line]) -> Context {
     let features: BTreeSet<&str> = lines
         .iter()
         .filter_map(|line| line.entry.as_ref().ok())
         .filter_map(|entry| entry.feature.as_ref().map(|f| f.as_str()))
         .collect();
-    Context::new(project, features)
+    Context::new(project, features).with_directories_of(
+        lines
+            .iter()
+            .filter_map(|line| line.entry.as_ref().ok())
+            .map(|entry| entry.text.as_str()),
+    )
 }
 
 /// What the user did by hand since the last pass, as the files and the record tell.

@@ -281,6 +281,14 @@ impl Recurrence {
             .collect()
     }
 
+    /// The items of other missions that say what `item` says: their mission and id.
+    fn matched(&self, item: &Item) -> Vec<(&str, &str)> {
+        self.matches(item)
+            .into_iter()
+            .map(|r| (r.mission.as_str(), r.id.as_str()))
+            .collect()
+    }
+
     /// The other missions' wordings of `item`.
     fn others(&self, item: &Item) -> Vec<Said<'_>> {
         self.matches(item)
@@ -328,11 +336,13 @@ pub struct Graduation {
 /// The identity files as they are: each role's text, `None` when it has no file.
 pub type Identities = Vec<(Role, Option<String>)>;
 
-/// What an identity file already says: the item ids in its markers (with the words of their
-/// line, numbered), and its lines by their words.
+/// What an identity file already says: the item ids in its markers (with the number of their
+/// line and its words, numbered), and its lines by their words.
 struct Known {
-    ids: HashMap<String, Vec<u32>>,
+    ids: HashMap<String, (usize, Vec<u32>)>,
     lines: Index,
+    /// How many lines it has taken into account.
+    count: usize,
 }
 
 impl Known {
@@ -342,6 +352,7 @@ impl Known {
         let mut known = Self {
             ids: HashMap::new(),
             lines: Index::weighted(threshold),
+            count: 0,
         };
         for whole in text.lines() {
             let shown = strip_comments(whole);
@@ -364,7 +375,7 @@ impl Known {
             || same.iter().any(|id| {
                 self.ids
                     .get(*id)
-                    .is_some_and(|line| similarity(line, &numbered[1]) >= 0.45)
+                    .is_some_and(|(_, line)| similarity(line, &numbered[1]) >= 0.45)
             })
             || numbered.iter().any(|w| !self.lines.similar(w).is_empty())
     }
@@ -372,9 +383,25 @@ impl Known {
     /// Takes a line into account: the ids it names and its words, numbered.
     fn add(&mut self, ids: &[&str], numbered: Vec<u32>) {
         for id in ids {
-            self.ids.insert(id.to_string(), numbered.clone());
+            self.ids
+                .insert(id.to_string(), (self.count, numbered.clone()));
         }
         self.lines.insert(numbered);
+        self.count += 1;
+    }
+
+    /// Whether one line names items of two missions or more among `matched` (items of other
+    /// missions like an item, with their mission): that line graduated knowledge already found
+    /// alike across missions, and an item like it in each of them is that knowledge once more,
+    /// in whatever words (its wording need not be like the line's).
+    fn unites(&self, matched: &[(&str, &str)]) -> bool {
+        let mut missions: HashMap<usize, BTreeSet<&str>> = HashMap::new();
+        for (mission, id) in matched {
+            if let Some((line, _)) = self.ids.get(*id) {
+                missions.entry(*line).or_default().insert(mission);
+            }
+        }
+        missions.values().any(|of_line| of_line.len() >= 2)
     }
 }
 
@@ -444,7 +471,9 @@ pub fn graduate(
             vocabulary.weighted_ids(&item.words),
             vocabulary.weighted_ids(&analyse(&wording, context).words),
         ];
-        if file.says(item, &recurrence.same_as(item), &numbered) {
+        if file.says(item, &recurrence.same_as(item), &numbered)
+            || file.unites(&recurrence.matched(item))
+        {
             continue;
         }
         // The line names the items of other missions that say the same too: a later mission
@@ -741,6 +770,60 @@ mod tests {
         )
         .unwrap()
         .is_empty());
+    }
+
+    /// What `items` of mission `mission` graduate, given the ledger `before` (the other
+    /// missions) and the identity file of workers `worker`; with the ledger it leaves.
+    fn graduated_in(
+        mission: &str,
+        items: &[Item],
+        before: &Ledger,
+        worker: Option<&str>,
+    ) -> (Vec<Graduation>, Ledger) {
+        let params = Params::default();
+        let refs: Vec<&Item> = items.iter().collect();
+        let ledger = before.with_mission(mission, &format!("/p/{mission}"), &refs);
+        let context = Context::default();
+        let recurrence = Recurrence::new(&ledger, params.similarity, mission, &context);
+        let identities: Identities = vec![(Role::Worker, worker.map(str::to_string))];
+        let done = graduate(
+            &refs,
+            &identities,
+            &recurrence,
+            (&context, &Judgments::default()),
+            &params,
+            &|| false,
+        )
+        .unwrap();
+        (done, ledger)
+    }
+
+    #[test]
+    fn knowledge_graduated_across_missions_is_not_graduated_again_in_other_words() {
+        let first = items_of(
+            "[2026-04-24T10:00:00Z] worker F-1 FAIL: git add -A committed the coverage folder; \
+             check git status before committing and keep generated files in .gitignore\n",
+        );
+        let second = items_of(
+            "[2026-05-02T10:00:00Z] worker F-1 FAIL: the build folder showed up in git status \
+             as new files; both went into .gitignore\n",
+        );
+        let third = items_of(
+            "[2026-06-02T10:00:00Z] worker F-4 FAIL: the run outputs went into the first commit \
+             with their logs; removed them, listed in .gitignore, look at git status first\n",
+        );
+        let (done, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
+        assert_eq!(done, []);
+        let (done, ledger) = graduated_in("m-2", &second, &ledger, None);
+        assert_eq!(done.len(), 1, "{done:?}");
+        let file = appended(Role::Worker, None, &[done[0].line.clone()]);
+        // The third mission's item is like the items of both missions the line names: that
+        // knowledge, seen once more, though its words are not the line's.
+        let (again, _) = graduated_in("m-3", &third, &ledger, Some(&file));
+        assert_eq!(again, [], "{}", done[0].line);
+        // Without the line, it would graduate.
+        let (alone, _) = graduated_in("m-3", &third, &ledger, None);
+        assert_eq!(alone.len(), 1, "{alone:?}");
     }
 
     #[test]

@@ -6,8 +6,14 @@
 //!   of the same knowledge names too is not of one mission (`psql -f drizzle/*.sql` in two
 //!   projects); values that the missions' wordings name differently are incidental, and
 //!   replaced by a placeholder (`port <n> is already in use`);
+//! - an option's value (`--account=plantsci`) only when another mission's wording names it too
+//!   (a setting of the project, like its paths and ports);
 //! - an identifier or a file name (`assert_cmd`, `tailwind.config.js`) only when the entries of
 //!   two features or two missions name it (a tool's, not one feature's code);
+//! - another mission's wording of the same knowledge only when it names the same code (a
+//!   command, a flag, a variable: [`code_atoms`]) or the same words in a row (an error's text)
+//!   as one of this mission's: words of one subject alone (`integration`, `test`, `run`) are
+//!   not one piece of knowledge;
 //! - knowledge about the project's features (every entry names a feature id) and rules that
 //!   this project's validator checks ("the validator rejects unprefixed models", or a
 //!   convention among whose entries is a validator's) never.
@@ -17,7 +23,9 @@ use std::collections::{BTreeSet, HashMap};
 use crate::state::memory::Tag;
 
 use super::items::Item;
-use super::similarity::{analyse, replace_specifics, similarity, Analysis, Context, Specific};
+use super::similarity::{
+    analyse, is_content_word, replace_specifics, similarity, Analysis, Context, Specific,
+};
 
 /// A wording of a piece of knowledge and where it was said.
 #[derive(Debug, Clone, Copy)]
@@ -166,10 +174,21 @@ pub fn general_wording(
         features.len() >= 2 || elsewhere(&all, by.mission, token)
     };
     let mission = own.first().map_or("", |s| s.mission);
+    let own_code: BTreeSet<String> = own.iter().flat_map(|s| code_atoms(s.text)).collect();
+    let own_phrases: BTreeSet<String> = own.iter().flat_map(|s| phrases(s.text)).collect();
     let mut best: Option<((bool, usize, f64), String)> = None;
     for (said, analysis) in &all {
         let text = match agent {
             Some(agent) => agent.to_string(),
+            // Another mission's wording speaks for this mission's knowledge only when they name
+            // the same thing (a command, a flag, a variable) or say the same words in a row (an
+            // error's text), not merely words of the same subject.
+            None if said.mission != mission
+                && code_atoms(said.text).is_disjoint(&own_code)
+                && phrases(said.text).is_disjoint(&own_phrases) =>
+            {
+                continue
+            }
             None if analysis.identifiers.iter().any(|i| !confirmed(i, said)) => continue,
             None => match without_one_mission(said, analysis, &all) {
                 Some(text) => text,
@@ -226,6 +245,14 @@ fn without_one_mission(
             _ => return None,
         }
     }
+    // An option's value is a setting of the project (`--account=plantsci`), unless another
+    // mission's wording names it too.
+    if option_values(said.text)
+        .iter()
+        .any(|value| !elsewhere(all, said.mission, value))
+    {
+        return None;
+    }
     // A placeholder of a feature or run id, from an item's text (or another mission's).
     let ids = [Specific::FeatureId, Specific::RunId].map(Specific::placeholder);
     if ids
@@ -241,6 +268,84 @@ fn without_one_mission(
         !matches!(kind, Specific::Number | Specific::HostPort | Specific::Time)
             || elsewhere(all, said.mission, token)
     }))
+}
+
+/// The atoms of the code that `text` names, lowercase: each flag (`--offline`, `-a`) whole,
+/// and the letters and digits of every token of code, split at its punctuation (`TZ=UTC`,
+/// `spotless:apply`, `.gitignore`, `json_serializable`, `DateTime`, `UTC`): a token that holds
+/// `_ . : / = $ @ #`, a lowercase letter followed by a capital, or capitals alone. Prose,
+/// hyphenated compounds too (`end-to-end`, `ISO-8601`), names none.
+pub fn code_atoms(text: &str) -> BTreeSet<String> {
+    let mut atoms = BTreeSet::new();
+    for token in text.split_whitespace() {
+        let token = token.trim_matches(|c: char| !(c.is_alphanumeric() || "-_.$@#".contains(c)));
+        let token = token.trim_end_matches(['.', '-']);
+        let flag = token.starts_with('-')
+            && token
+                .trim_start_matches('-')
+                .starts_with(|c: char| c.is_alphabetic());
+        let inner = token.trim_start_matches(['-', '.']);
+        let punctuated = inner.contains(['_', '.', ':', '/', '=', '$', '@', '#'])
+            || token.starts_with('.')
+            || token.starts_with('$');
+        let camel = inner
+            .as_bytes()
+            .windows(2)
+            .any(|pair| pair[0].is_ascii_lowercase() && pair[1].is_ascii_uppercase());
+        let capitals = inner.len() >= 2 && inner.bytes().all(|b| b.is_ascii_uppercase());
+        if flag {
+            atoms.insert(token.split('=').next().unwrap_or(token).to_lowercase());
+        }
+        if flag || punctuated || camel || capitals {
+            atoms.extend(
+                inner
+                    .split(|c: char| !c.is_alphanumeric())
+                    .filter(|run| !run.is_empty())
+                    .map(str::to_lowercase),
+            );
+        }
+    }
+    atoms
+}
+
+/// The runs of three words of `text` in a row (lowercase, without the punctuation around
+/// them) of which two or more are content words: `does not exist`, not `in the project`.
+pub fn phrases(text: &str) -> BTreeSet<String> {
+    let words: Vec<String> = text
+        .split_whitespace()
+        .map(|t| {
+            t.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .filter(|t| !t.is_empty())
+        .collect();
+    words
+        .windows(3)
+        .filter(|run| run.iter().filter(|w| is_content_word(w)).count() >= 2)
+        .map(|run| run.join(" "))
+        .collect()
+}
+
+/// The values given to options in `text` (`--account=plantsci` → `plantsci`), lowercase: those
+/// with a letter, not a placeholder (`-Dtest=<class>`) nor a variable.
+pub fn option_values(text: &str) -> Vec<String> {
+    text.split_whitespace()
+        .map(|token| {
+            token.trim_matches(|c: char| matches!(c, '`' | '\'' | '"' | ',' | ';' | ')' | '('))
+        })
+        .filter(|token| {
+            token.starts_with('-')
+                && token
+                    .trim_start_matches('-')
+                    .starts_with(char::is_alphabetic)
+        })
+        .filter_map(|token| token.split_once('=').map(|(_, value)| value))
+        .map(|value| value.trim_end_matches(['.', ':']))
+        .filter(|value| {
+            !value.starts_with(['<', '$', '{']) && value.chars().any(|c| c.is_ascii_alphabetic())
+        })
+        .map(str::to_lowercase)
+        .collect()
 }
 
 /// Whether a wording of another mission than `mission` names `token` (lowercase).
@@ -296,6 +401,101 @@ mod tests {
         assert!(!projects_rule(
             "the project reads its settings from the environment"
         ));
+    }
+
+    #[test]
+    fn another_missions_wording_speaks_for_this_one_only_if_it_names_the_same() {
+        let app = Context::new("/p/trailmate", ["F-001"]);
+        let api = Context::new("/p/parcelhub", ["F-001"]);
+        let two = Needed::Missions(2);
+        // This mission's wording names its code (one feature's identifier): not general; the
+        // other mission's wording shares words of the subject, but no code and no phrase.
+        let own = [said(
+            "flutter test integration_test/ runs the end-to-end tests on the device",
+            "app",
+            &app,
+            "F-001",
+        )];
+        let others = [said(
+            "test classes ending in IT run under failsafe in the integration-test phase",
+            "api",
+            &api,
+            "F-001",
+        )];
+        assert_eq!(general_wording(&own, &others, two, None), None);
+        // The same flag in both: the other's wording says what this mission learnt.
+        let own = [said(
+            "cargo build could not fetch crate_index (no network); cargo build --offline worked",
+            "app",
+            &app,
+            "F-001",
+        )];
+        let others = [said(
+            "npm install hung: there is no network here; npm ci --offline worked",
+            "api",
+            &api,
+            "F-001",
+        )];
+        assert_eq!(
+            general_wording(&own, &others, two, None).as_deref(),
+            Some(others[0].text)
+        );
+        // The same error text in both.
+        let own = [said(
+            "tests errored with relation \"booking_slot\" does not exist: forgot to migrate",
+            "app",
+            &app,
+            "F-001",
+        )];
+        let others = [said(
+            "ERROR: relation \"notifications\" does not exist; the migration was never run",
+            "api",
+            &api,
+            "F-001",
+        )];
+        assert_eq!(
+            general_wording(&own, &others, two, None).as_deref(),
+            Some(others[0].text)
+        );
+        let atoms = code_atoms("TZ=UTC npx vitest, then git commit -a; .gitignore and DateTime.");
+        for atom in ["tz", "utc", "-a", "a", "gitignore", "datetime"] {
+            assert!(atoms.contains(atom), "{atom}: {atoms:?}");
+        }
+        assert!(code_atoms("end-to-end tests and ISO-8601 text").is_empty());
+    }
+
+    #[test]
+    fn an_options_value_is_the_projects_setting() {
+        let hpc = Context::new("/p/leafnet", ["F-004", "F-006"]);
+        let lab = Context::new("/p/cropnet", ["F-001"]);
+        let own = [
+            said(
+                "jobs need --partition=gpu-a100 --account=plantsci; without the account sbatch refuses",
+                "hpc",
+                &hpc,
+                "F-004",
+            ),
+            said(
+                "sbatch refuses a job without --partition=gpu-a100 --account=plantsci",
+                "hpc",
+                &hpc,
+                "F-006",
+            ),
+        ];
+        assert_eq!(general_wording(&own, &[], TWO, None), None);
+        // Named by another mission too, the value is not this project's alone.
+        let others = [said(
+            "sbatch needs --partition=gpu-a100 --account=plantsci on this cluster too",
+            "lab",
+            &lab,
+            "F-001",
+        )];
+        assert!(general_wording(&own, &others, Needed::Missions(2), None).is_some());
+        // A count, a placeholder or a flag alone are no setting.
+        assert_eq!(
+            option_values("go test -count=1 ./..., -Dtest=<class>, --no-pager and --pool=forks"),
+            ["forks"]
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! A text is read token by token (split at whitespace, surrounding punctuation trimmed). A token
 //! that names something of one mission is *specific* ([`Specific`]): a feature id, a run or
 //! mission id, the project's name, an e-mail address, a URL, a host and port, a date or a time,
-//! a number of three digits or more, a path (`src/db/`, `a/b/c.ts`, `/api/v1`), an `npm`-style
+//! a number of three digits or more, a path (`src/db/`, `a/b/c.ts`, `/api/v1`, or a directory
+//! that the mission's paths name, `build/dev` of `build/dev/app`), an `npm`-style
 //! `name:qualifier`. Identifiers (`snake_case`, `CamelCase`, `file.ext`) are noted too: they may
 //! name the project's code as well as a tool's.
 //!
@@ -89,6 +90,9 @@ impl Specific {
 pub struct Context {
     project: Option<String>,
     features: HashSet<String>,
+    /// The project's directories that its paths name (`build/dev` of
+    /// `build/dev/compile_commands.json`): paths too where they stand alone.
+    directories: HashSet<String>,
 }
 
 impl Context {
@@ -105,7 +109,36 @@ impl Context {
         Self {
             project: (name.chars().count() >= 4).then_some(name),
             features: features.into_iter().map(str::to_lowercase).collect(),
+            directories: HashSet::new(),
         }
+    }
+
+    /// The context with the directories of the relative paths that `texts` name, of two
+    /// components or more (`tests/fixtures` of `tests/fixtures/tiny_leaves/`): a token such as
+    /// `build/dev`, which could be prose (`and/or`) or a tool's name (`bin/rails`), is then
+    /// known to be the project's directory.
+    pub fn with_directories_of<'t>(mut self, texts: impl IntoIterator<Item = &'t str>) -> Self {
+        for text in texts {
+            for token in text.split_whitespace().flat_map(|t| t.split(GLUE)) {
+                if !token.contains('/') {
+                    continue;
+                }
+                let token = trim(token).to_lowercase();
+                if token.starts_with(['/', '\\', '~', '.']) || !looks_like_path(&token) {
+                    continue;
+                }
+                let components: Vec<&str> = token.split('/').filter(|c| !c.is_empty()).collect();
+                for end in 2..components.len() {
+                    self.directories.insert(components[..end].join("/"));
+                }
+            }
+        }
+        self
+    }
+
+    /// Whether `token` (lowercase) names one of the project's directories.
+    fn is_directory(&self, token: &str) -> bool {
+        !self.directories.is_empty() && self.directories.contains(token.trim_end_matches('/'))
     }
 }
 
@@ -369,7 +402,7 @@ fn specific(token: &str, context: &Context) -> Option<Specific> {
     if looks_like_host(token) {
         return Some(Specific::Host);
     }
-    if looks_like_path(token) {
+    if looks_like_path(token) || context.is_directory(token) {
         return Some(Specific::Path);
     }
     let flag = bytes.first() == Some(&b'-');
@@ -740,6 +773,28 @@ mod tests {
 
     fn sim(a: &str, b: &str) -> f64 {
         similarity(&words(a), &words(b))
+    }
+
+    #[test]
+    fn a_directory_of_the_projects_paths_is_a_path_where_it_stands_alone() {
+        let entries = [
+            "a symlink compile_commands.json -> build/dev/compile_commands.json at the root",
+            "tests read tests/fixtures/tiny_leaves/ (24 small JPEGs)",
+        ];
+        let context = Context::new("/p/tilecrush", ["F-001"]).with_directories_of(entries);
+        let paths = |text: &str, context: &Context| -> Vec<String> {
+            analyse(text, context)
+                .specifics
+                .into_iter()
+                .filter(|(kind, _)| *kind == Specific::Path)
+                .map(|(_, token)| token)
+                .collect()
+        };
+        let text = "point clang-tidy there with -p build/dev; the fixture in tests/fixtures";
+        assert_eq!(paths(text, &context), ["build/dev", "tests/fixtures"]);
+        // Without the paths that name them, two components could be prose or a tool's.
+        assert!(paths(text, &Context::new("/p/tilecrush", ["F-001"])).is_empty());
+        assert!(paths("bin/rails and/or sidekiq/testing", &context).is_empty());
     }
 
     #[test]

@@ -1,13 +1,17 @@
 //! Which decision replaces which. A newer decision on the same subject supersedes an older one,
 //! even in other words; the older then goes to MEMORY.md's History. Two decisions are on the
 //! same subject when:
-//! - their words are alike: similarity at the `supersede` threshold (as the join finds them);
+//! - their words are alike: similarity at the `supersede` threshold (as the join finds them),
+//!   unless each states its subject and what is done to it and the two differ in both ("the
+//!   model to keep is chosen by macro F1", "the test set is scored once per chosen model");
 //! - they are about the same thing: in "X is/are/stays …" decisions and "X: …" ones with a
 //!   short X, the words of the X (what is decided about) share one, amounts and prices being
 //!   one thing (`prices are numeric(12,2)`, `amounts are integer cents`; "state stays local",
 //!   "remote state: an S3 bucket"; a possessor is not the subject: "a hike's distance" is about
 //!   the distance, not the hikes), or one is the acronym of the other's words (`MSRV`, "the
-//!   minimum supported Rust version");
+//!   minimum supported Rust version"); but not when each says a different thing is done to it
+//!   ("tiles are decoded with libpng", "tiles are re-encoded as WebP": what a decision says is
+//!   done to its subject, the participle after the copula, is part of that subject);
 //! - the newer says that it changes something ("now", "instead of", "no more", "moved to",
 //!   "replaces"…) and names what is rare in the older (a word of at most [`RARE`] items, such
 //!   as the tool it replaces), or is like it (a weighted similarity of [`MARKED_SIMILARITY`] or
@@ -79,6 +83,9 @@ struct Decision {
     /// It announces a change; it adds to others.
     changes: bool,
     adds: bool,
+    /// What is done to its subject, when it says so ("tiles are *decoded* with libpng"):
+    /// the participle after the copula, stemmed.
+    action: Option<String>,
     /// Its words, numbered with weights, and the rare ones (see [`RARE`]), without the words
     /// that announce a change.
     weighted: Vec<u32>,
@@ -111,6 +118,7 @@ impl Decision {
         };
         Self {
             about: subject(text, context),
+            action: action(text, context),
             acronyms: acronyms(text),
             initials: BTreeSet::new(),
             changes: has(CHANGES),
@@ -135,8 +143,25 @@ impl Decision {
         self.topical = topical.into_iter().collect();
     }
 
-    /// Whether the two are about the same thing (but their words).
+    /// Whether each says what it is about and what is done to it, and the two differ in both:
+    /// "the test set is scored once per chosen model" and "the model to keep is chosen by macro
+    /// F1" share their words, not their subject.
+    fn other_subject(&self, other: &Decision) -> bool {
+        !self.about.is_empty()
+            && !other.about.is_empty()
+            && self.about.is_disjoint(&other.about)
+            && matches!((&self.action, &other.action), (Some(one), Some(two)) if one != two)
+    }
+
+    /// Whether the two are about the same thing (but their words). Two that say different
+    /// things are done to it are not ("tiles are decoded with libpng", "tiles are re-encoded
+    /// as WebP").
     fn same_subject(&self, other: &Decision) -> bool {
+        if let (Some(one), Some(two)) = (&self.action, &other.action) {
+            if one != two {
+                return false;
+            }
+        }
         self.about.intersection(&other.about).next().is_some()
             || self.acronyms.intersection(&other.initials).next().is_some()
             || other.acronyms.intersection(&self.initials).next().is_some()
@@ -149,7 +174,7 @@ fn replaces(older: &Decision, newer: &Decision, score: f64, alike: bool) -> Opti
     if newer.adds {
         return None;
     }
-    if alike || older.same_subject(newer) {
+    if (alike && !older.other_subject(newer)) || older.same_subject(newer) {
         return Some(2.0 + score);
     }
     // A change that names what it replaces replaces only what names it.
@@ -361,6 +386,36 @@ fn subject(text: &str, context: &Context) -> BTreeSet<String> {
     }
 }
 
+/// Common irregular past participles. Sorted.
+const PARTICIPLES: &[&str] = &[
+    "bound", "brought", "built", "chosen", "done", "drawn", "driven", "given", "held", "hidden",
+    "kept", "known", "left", "made", "put", "read", "run", "seen", "sent", "set", "shown", "split",
+    "spun", "taken", "thrown", "written",
+];
+
+/// The participle after the copula of a decision's first clause, stemmed (`tiles are
+/// re-encoded as WebP` → `encod`), if there is one: what the decision says is done to its
+/// subject. A regular past participle (`-ed`) or a common irregular one.
+fn action(text: &str, context: &Context) -> Option<String> {
+    let clause = text
+        .split([';', ':', '—', ',', '(', '='])
+        .next()
+        .unwrap_or("");
+    let lowered = clause.to_lowercase();
+    let words: Vec<&str> = lowered.split_whitespace().collect();
+    let copula = words.iter().position(|w| COPULAS.contains(w))?;
+    let next = words[copula + 1..]
+        .iter()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        .find(|w| !matches!(*w, "now" | "still" | "always" | "only" | "all" | "then"))?;
+    let participle =
+        (next.len() > 4 && next.ends_with("ed")) || PARTICIPLES.binary_search(&next).is_ok();
+    if !participle {
+        return None;
+    }
+    super::similarity::read_words(next, context).words.pop()
+}
+
 /// The words a decision says it replaces: those after "instead of" or "no more", to the end of
 /// their clause.
 fn named(text: &str, context: &Context) -> BTreeSet<String> {
@@ -457,11 +512,31 @@ impl<'a> Successors<'a> {
         &self.items[self.decisions[decision]].id
     }
 
-    /// Each decision's successor, by id.
+    /// Each decision's successor, by id. A decision that replaces others only by the change
+    /// it announces (not on their subject nor in their words) replaces one: the one it is most
+    /// like ("switched PNG decoding to libspng: libpng's errors did not fit the expected-based
+    /// API" replaces the libpng decision, not the one on expected-based errors).
     fn chosen(&self) -> Vec<Option<String>> {
+        let mut announced: HashMap<usize, (f64, usize)> = HashMap::new();
+        for (older, best) in self.best.iter().enumerate() {
+            if let Some((score, newer)) = *best {
+                if score < 2.0 {
+                    let kept = announced.entry(newer).or_insert((score, older));
+                    if score > kept.0 {
+                        *kept = (score, older);
+                    }
+                }
+            }
+        }
         self.best
             .iter()
-            .map(|best| best.map(|(_, newer)| self.id(newer).to_string()))
+            .enumerate()
+            .map(|(older, best)| {
+                let (score, newer) = (*best)?;
+                let replaced =
+                    score >= 2.0 || announced.get(&newer).map(|(_, o)| *o) == Some(older);
+                replaced.then(|| self.id(newer).to_string())
+            })
             .collect()
     }
 }
@@ -484,4 +559,121 @@ pub(super) fn naive(items: &[Item], supersede: f64, context: &Context) -> Vec<Op
         }
     }
     successors.chosen()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{items, log};
+    use super::*;
+
+    fn grouped(text: &str) -> Vec<Item> {
+        let lines = log::read(text.as_bytes(), &[]).raw;
+        items::group(
+            &lines.iter().collect::<Vec<_>>(),
+            0.3,
+            0.4,
+            &Context::default(),
+            &|| false,
+        )
+        .unwrap()
+    }
+
+    /// Each decision's text and its successor's.
+    fn successors(items: &[Item]) -> Vec<(&str, Option<&str>)> {
+        let text = |id: &str| items.iter().find(|i| i.id == id).unwrap().text.as_str();
+        items
+            .iter()
+            .map(|i| (i.text.as_str(), i.superseded_by.as_deref().map(text)))
+            .collect()
+    }
+
+    #[test]
+    fn a_change_announced_replaces_one_decision() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: PNG files are read with libpng into RGBA8 images\n\
+             [2026-04-24T11:00:00Z] worker F-002 DECISION: nothing throws across the API: functions return std::expected\n\
+             [2026-04-24T12:00:00Z] worker F-003 DECISION: the CLI parses its options with CLI11\n\
+             [2026-04-25T10:00:00Z] worker F-004 DECISION: switched PNG reading to libspng; libpng's setjmp errors did not fit the expected-based API\n",
+        );
+        let found = successors(&items);
+        let successor = |start: &str| found.iter().find(|(t, _)| t.starts_with(start)).unwrap().1;
+        assert!(
+            successor("PNG files").is_some_and(|s| s.starts_with("switched")),
+            "{found:?}"
+        );
+        assert_eq!(successor("nothing throws"), None, "{found:?}");
+    }
+
+    #[test]
+    fn alike_words_on_two_stated_subjects_replace_nothing() {
+        let text = |newer: &str| {
+            format!(
+                "[2026-04-24T10:00:00Z] worker F-001 DECISION: the model to keep is chosen by macro F1 on the validation set\n\
+                 [2026-04-25T10:00:00Z] worker F-002 DECISION: {newer}\n"
+            )
+        };
+        let items = grouped(&text(
+            "the test set is scored once per chosen model with macro F1 and never used to pick one",
+        ));
+        assert!(
+            items.iter().all(|item| item.superseded_by.is_none()),
+            "{:?}",
+            successors(&items)
+        );
+        // The same subject, or one not stated: alike words still replace.
+        let items = grouped(&text(
+            "the model to keep is chosen by macro F1 on the held-out validation set",
+        ));
+        assert_eq!(
+            items
+                .iter()
+                .filter(|item| item.superseded_by.is_some())
+                .count(),
+            1,
+            "{:?}",
+            successors(&items)
+        );
+    }
+
+    #[test]
+    fn what_is_done_to_a_subject_is_part_of_it() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: tiles are decoded with libpng into RGBA8 images\n\
+             [2026-04-24T11:00:00Z] worker F-002 DECISION: tiles are re-encoded as lossless WebP by default\n\
+             [2026-04-25T10:00:00Z] worker F-003 DECISION: tiles are processed in parallel on one fixed pool of workers\n",
+        );
+        assert!(
+            items.iter().all(|item| item.superseded_by.is_none()),
+            "{:?}",
+            successors(&items)
+        );
+        // The same thing done otherwise, or a subject said without a participle: one subject.
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: tiles are decoded with libpng into RGBA8 images\n\
+             [2026-04-25T10:00:00Z] worker F-003 DECISION: tiles are decoded by stb_image, faster on small files\n\
+             [2026-04-24T10:00:00Z] worker F-001 DECISION: the database is SQLite in a file\n\
+             [2026-04-24T11:00:00Z] worker F-002 DECISION: the database is Postgres 15 in a container\n\
+             [2026-04-25T11:00:00Z] worker F-003 DECISION: the database is Postgres 16 on the managed service\n",
+        );
+        let found = successors(&items);
+        let successor = |start: &str| found.iter().find(|(t, _)| t.starts_with(start)).unwrap().1;
+        assert_eq!(
+            successor("tiles are decoded with"),
+            Some("tiles are decoded by stb_image, faster on small files")
+        );
+        assert!(successor("the database is SQLite").is_some(), "{found:?}");
+        assert!(
+            successor("the database is Postgres 15").is_some(),
+            "{found:?}"
+        );
+        assert_eq!(
+            action("prices are stored as cents", &Context::default()).as_deref(),
+            Some("stor")
+        );
+        assert_eq!(
+            action("the database is Postgres", &Context::default()),
+            None
+        );
+        assert!(PARTICIPLES.windows(2).all(|pair| pair[0] < pair[1]));
+    }
 }
