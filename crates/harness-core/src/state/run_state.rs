@@ -773,7 +773,7 @@ mod tests {
             attempt.outcome = Outcome::NoPromise;
             kept.save(&path).unwrap();
         }
-        assert!(kept.attempts().len() <= RECENT_ATTEMPTS + 8 + 1);
+        assert!(kept.attempts().len() <= RECENT_ATTEMPTS + RECENT_ATTEMPTS / 8 + 8 + 1);
         let whole = RunState::load(&path, &state.feature_id).unwrap().unwrap();
         assert_eq!(whole.attempts().len() as u64, kept.attempt_count());
     }

@@ -155,8 +155,8 @@ impl Attempts {
         self.earlier.1.plus(Spent::of(&self.all))
     }
 
-    /// From now on, hold at most `keep` attempts once they are written (never fewer than the
-    /// few state.json may have to carry).
+    /// From now on, hold at most `keep` attempts once they are written, and an eighth more
+    /// between two trims (never fewer than the few state.json may have to carry).
     pub fn hold_at_most(&mut self, keep: usize) {
         self.keep = keep.max(HELD_MIN);
     }
@@ -238,8 +238,12 @@ impl Attempts {
         Ok(())
     }
 
-    /// Lets go of the oldest attempts past the bound, once flushed to the log.
+    /// Lets go of the oldest attempts past the bound, once flushed to the log: once an eighth of
+    /// the bound more is held, so that each save does not move every held attempt down by one.
     pub fn trim(&mut self) {
+        if self.all.len() <= self.keep.saturating_add(self.keep / 8) {
+            return;
+        }
         let over = self.all.len().saturating_sub(self.keep).min(self.synced);
         if over == 0 {
             return;
