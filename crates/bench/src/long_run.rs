@@ -83,6 +83,10 @@ pub fn run(harness: &Harness, options: &Options) -> anyhow::Result<String> {
         );
         samples.push(sample);
     }
+    if samples.is_empty() {
+        // `--long-runs 0`: a table of medians of nothing would read as figures.
+        return Ok("Not measured (`--long-runs 0`).\n".to_string());
+    }
     Ok(report(options, &samples))
 }
 
