@@ -50,6 +50,12 @@ struct OpenedRoot {
 /// How many of [`OPENED_ROOTS`] are kept open.
 const KEPT_ROOTS: usize = 8;
 
+fn lock_opened_roots() -> std::sync::MutexGuard<'static, Vec<OpenedRoot>> {
+    OPENED_ROOTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The state directory `path` lies strictly below, if any (the deepest, should two nest).
 fn root_of(path: &Path) -> Option<PathBuf> {
     let roots = ROOTS
@@ -255,24 +261,28 @@ impl Dir {
     }
 
     /// The state directory `root`: the one opened before while its path still names it, else
-    /// opened (made first when missing and `create`) and kept.
+    /// opened (made first when missing and `create`) and kept; one inside another state
+    /// directory is walked to from that one, every time.
     fn root(root: &Path, create: bool) -> io::Result<Dir> {
-        let now = stat_following(root)?;
-        let mut opened = OPENED_ROOTS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(held) = opened
+        if root_of(root).is_some() {
+            // Inside another state directory, no link on the way may be followed: walked to.
+            return Dir::walk(root, create);
+        }
+        let now = stat_following(root);
+        let held = lock_opened_roots()
             .iter()
             .find(|held| held.path == root && Some(held.identity) == now)
-        {
+            .map(|held| Arc::clone(&held.fd));
+        if let Some(fd) = held {
             return Ok(Dir {
-                fd: Arc::clone(&held.fd),
+                fd,
                 path: root.to_path_buf(),
                 confined: false,
             });
         }
         let dir = Dir::walk(root, create)?;
-        let stat = fstat(&dir.fd)?;
+        let identity = identity_of(&fstat(&dir.fd)?);
+        let mut opened = lock_opened_roots();
         opened.retain(|held| held.path != root);
         if opened.len() >= KEPT_ROOTS {
             // A process works in one or two; a test process makes hundreds, and its descriptors
@@ -282,7 +292,7 @@ impl Dir {
         opened.push(OpenedRoot {
             path: root.to_path_buf(),
             fd: Arc::clone(&dir.fd),
-            identity: identity_of(&stat),
+            identity,
         });
         Ok(dir)
     }
@@ -546,17 +556,14 @@ fn directory(confined: bool) -> libc::c_int {
 }
 
 /// The device and inode of `path` (following links: the state directory may be one); `None`
-/// when nothing is there.
-fn stat_following(path: &Path) -> io::Result<Option<(u64, u64)>> {
-    let c = c_name(path.as_os_str())?;
+/// when it cannot be looked at (the walk to it then says why).
+fn stat_following(path: &Path) -> Option<(u64, u64)> {
+    let c = c_name(path.as_os_str()).ok()?;
     let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: a NUL-terminated path and a buffer stat fills.
-    match check(unsafe { libc::stat(c.as_ptr(), stat.as_mut_ptr()) }) {
-        // SAFETY: filled by the successful call.
-        Ok(_) => Ok(Some(identity_of(&unsafe { stat.assume_init() }))),
-        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(error),
-    }
+    check(unsafe { libc::stat(c.as_ptr(), stat.as_mut_ptr()) }).ok()?;
+    // SAFETY: filled by the successful call.
+    Some(identity_of(&unsafe { stat.assume_init() }))
 }
 
 /// The status of the open file `fd`.
@@ -707,8 +714,8 @@ pub fn refuse_links<'a>(paths: impl IntoIterator<Item = &'a Path>) -> io::Result
         // directory of one file per feature: its listing would grow with the features.)
         let listed = dir.entries()?;
         for name in in_parent {
-            let kind = listed.iter().find(|entry| entry.name == name);
-            if kind.is_some_and(|entry| entry.kind != Kind::File && entry.kind != Kind::Dir) {
+            let found = listed.iter().find(|entry| entry.name == name);
+            if found.is_some_and(|entry| entry.kind != Kind::File && entry.kind != Kind::Dir) {
                 dir.refuse_link(name)?;
             }
         }

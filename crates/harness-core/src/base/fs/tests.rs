@@ -294,3 +294,23 @@ fn a_state_directory_moved_away_or_made_again_is_not_the_one_written_to() {
         b"4"
     );
 }
+
+#[test]
+fn a_state_directory_inside_another_is_walked_to_from_it() {
+    let (dir, root, outside) = state();
+    let inner = root.join("worktrees/F-001/.harness");
+    std_fs::create_dir_all(inner.join("runs")).unwrap();
+    confine(&inner);
+    let file = inner.join("runs/state.json");
+    write_atomic(&file, b"{}").unwrap();
+    write_atomic(&file, b"{ }").unwrap();
+    assert_eq!(read(&file).unwrap(), b"{ }");
+    // A link planted in the outer one is refused on the way to the inner one.
+    std_fs::rename(root.join("worktrees"), dir.path().join("away")).unwrap();
+    symlink(dir.path().join("away"), root.join("worktrees")).unwrap();
+    assert_eq!(
+        refused_path(read(&file).unwrap_err()),
+        root.join("worktrees")
+    );
+    assert!(outside.exists());
+}
