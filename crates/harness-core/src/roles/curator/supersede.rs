@@ -8,10 +8,12 @@
 //!   short X, the words of the X (what is decided about) share one, amounts and prices being
 //!   one thing (`prices are numeric(12,2)`, `amounts are integer cents`; "state stays local",
 //!   "remote state: an S3 bucket"; a possessor is not the subject: "a hike's distance" is about
-//!   the distance, not the hikes), or one is the acronym of the other's words (`MSRV`, "the
-//!   minimum supported Rust version"); but not when each says a different thing is done to it
-//!   ("tiles are decoded with libpng", "tiles are re-encoded as WebP": what a decision says is
-//!   done to its subject, the participle after the copula, is part of that subject);
+//!   the distance, not the hikes; a word shared is the head of one of the two X, not only a
+//!   modifier: "tide curves" and "tide alerts" are two things), or one is the acronym of the
+//!   other's words (`MSRV`, "the minimum supported Rust version"); but not when each says a
+//!   different thing is done to it ("tiles are decoded with libpng", "tiles are re-encoded as
+//!   WebP": what a decision says is done to its subject, the participle after the copula, is
+//!   part of that subject);
 //! - the newer says that it changes something ("now", "instead of", "no more", "moved to",
 //!   "replaces"…) and names what is rare in the older (a word of at most [`RARE`] items, such
 //!   as the tool it replaces), or is like it (a weighted similarity of [`MARKED_SIMILARITY`] or
@@ -75,8 +77,11 @@ const HEADING_WORDS: usize = 3;
 /// What the rules need to know of a decision.
 #[derive(Debug, Clone, Default)]
 struct Decision {
-    /// The words of its subject (see the module documentation).
+    /// The words of its subject (see the module documentation), and the last of them before
+    /// any preposition: its head (`tide curves` → `curv`; `the predictions of a station` →
+    /// `prediction`).
     about: BTreeSet<String>,
+    head: Option<String>,
     /// Its acronyms (`msrv`), and the initials of its runs of three to six content words.
     acronyms: BTreeSet<String>,
     initials: BTreeSet<String>,
@@ -116,8 +121,10 @@ impl Decision {
                 })
             })
         };
+        let (about, head) = subject(text, context);
         Self {
-            about: subject(text, context),
+            about,
+            head,
             action: action(text, context),
             acronyms: acronyms(text),
             initials: BTreeSet::new(),
@@ -153,6 +160,11 @@ impl Decision {
             && matches!((&self.action, &other.action), (Some(one), Some(two)) if one != two)
     }
 
+    /// Whether `word` is the head of its subject (any word of it, when it has none).
+    fn is_head(&self, word: &str) -> bool {
+        self.head.as_deref().is_none_or(|head| head == word)
+    }
+
     /// Whether the two are about the same thing (but their words). Two that say different
     /// things are done to it are not ("tiles are decoded with libpng", "tiles are re-encoded
     /// as WebP").
@@ -162,7 +174,9 @@ impl Decision {
                 return false;
             }
         }
-        self.about.intersection(&other.about).next().is_some()
+        self.about
+            .intersection(&other.about)
+            .any(|word| self.is_head(word) || other.is_head(word))
             || self.acronyms.intersection(&other.initials).next().is_some()
             || other.acronyms.intersection(&self.initials).next().is_some()
     }
@@ -352,8 +366,10 @@ fn topical(words: &[String]) -> Vec<String> {
 }
 
 /// What a decision is about: the content words before the first copula of its first clause
-/// (`the dev and test DB is now …` → dev, test, db), if it has one.
-fn subject(text: &str, context: &Context) -> BTreeSet<String> {
+/// (`the dev and test DB is now …` → dev, test, db), if it has one, and the head of these: the
+/// last before any preposition (`db`). Two subjects that share only a modifier are two
+/// subjects: "tide curves are drawn with Swift Charts", "tide alerts are local notifications".
+fn subject(text: &str, context: &Context) -> (BTreeSet<String>, Option<String>) {
     let clause = text
         .split([';', ':', '—', ',', '(', '='])
         .next()
@@ -364,27 +380,50 @@ fn subject(text: &str, context: &Context) -> BTreeSet<String> {
         .split_whitespace()
         .filter(|w| !w.ends_with("'s") && !w.ends_with("’s"))
         .collect();
-    let read = |words: &[&str]| -> BTreeSet<String> {
+    let read = |words: &[&str]| -> Vec<String> {
         super::similarity::read_words(&words.join(" "), context)
             .words
             .into_iter()
             .filter(|w| !w.starts_with('`') && !CHANGES.contains(&w.as_str()))
             .collect()
     };
+    let head = |words: &[&str]| -> Option<String> {
+        let end = words
+            .iter()
+            .position(|w| PREPOSITIONS.contains(w))
+            .unwrap_or(words.len());
+        words[..end]
+            .iter()
+            .rev()
+            .find_map(|word| read(&[word]).pop())
+    };
+    // "remote state now: an S3 bucket": a short heading before a colon names the subject; a
+    // colon inside a token (`{:shift_changed, id}`, `ConnectionStrings:Main`) is no heading's.
+    let after = &text[clause.len()..];
+    let heading =
+        after.starts_with(':') && after[1..].chars().next().is_none_or(char::is_whitespace);
     match words.iter().position(|w| COPULAS.contains(w)) {
-        Some(copula) => read(&words[..copula]),
-        // "remote state now: an S3 bucket": a short heading before a colon names the subject.
-        None if text[clause.len()..].starts_with(':') => {
-            let heading = read(&words);
-            if heading.len() <= HEADING_WORDS {
-                heading
+        Some(copula) => {
+            let about = read(&words[..copula]);
+            let head = head(&words[..copula]);
+            (about.into_iter().collect(), head)
+        }
+        None if heading => {
+            let about: BTreeSet<String> = read(&words).into_iter().collect();
+            if about.len() <= HEADING_WORDS {
+                (about, head(&words))
             } else {
-                BTreeSet::new()
+                (BTreeSet::new(), None)
             }
         }
-        None => BTreeSet::new(),
+        None => (BTreeSet::new(), None),
     }
 }
+
+/// Prepositions: what follows the first of them in a subject does not hold its head.
+const PREPOSITIONS: &[&str] = &[
+    "at", "by", "for", "from", "in", "of", "on", "per", "to", "with",
+];
 
 /// Common irregular past participles. Sorted.
 const PARTICIPLES: &[&str] = &[
@@ -675,5 +714,56 @@ mod tests {
             None
         );
         assert!(PARTICIPLES.windows(2).all(|pair| pair[0] < pair[1]));
+    }
+    /// Each decision of `items` starting with `start`, and its successor's text.
+    fn successor_of<'a>(items: &'a [Item], start: &str) -> Option<&'a str> {
+        let found = successors(items);
+        found
+            .iter()
+            .find(|(t, _)| t.starts_with(start))
+            .unwrap_or_else(|| panic!("{start}: {found:?}"))
+            .1
+    }
+
+    #[test]
+    fn a_shared_modifier_is_not_a_shared_subject() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: order totals are integers in cents, tax included\n\
+             [2026-04-24T11:00:00Z] worker F-002 DECISION: the cache is Redis on the compose network\n\
+             [2026-04-25T10:00:00Z] worker F-003 DECISION: order emails are plain text with one line per item\n\
+             [2026-04-25T11:00:00Z] worker F-004 DECISION: the session cache is Memcached, Redis is only for the queues\n",
+        );
+        assert_eq!(successor_of(&items, "order totals"), None);
+        // The same head, with a modifier or without: one subject.
+        assert_eq!(
+            successor_of(&items, "the cache is Redis"),
+            Some("the session cache is Memcached, Redis is only for the queues")
+        );
+        assert_eq!(
+            subject(
+                "the predictions of a station are cached",
+                &Context::default()
+            )
+            .1
+            .as_deref(),
+            Some("prediction")
+        );
+    }
+
+    #[test]
+    fn a_colon_inside_a_token_is_no_heading() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: the export format is CSV with a header row\n\
+             [2026-04-25T10:00:00Z] worker F-002 DECISION: clients request format:json in the query string of the API\n",
+        );
+        assert_eq!(successor_of(&items, "the export format"), None);
+        assert!(subject("clients request format:json", &Context::default())
+            .0
+            .is_empty());
+        assert!(
+            !subject("remote state now: an S3 bucket", &Context::default())
+                .0
+                .is_empty()
+        );
     }
 }
