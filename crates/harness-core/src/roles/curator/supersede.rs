@@ -21,11 +21,14 @@
 //!   chrono". When it says what it replaces ("no more SMTP", "instead of stored keys"), it
 //!   replaces only a decision that names it.
 //!
-//! A decision that adds to others ("also", "too", "as well") replaces none. The successor of a
-//! decision is the newer one on its subject (by its words or what it is about first, then by a
-//! change it announces), the most similar, then the latest. Decisions are compared with the
-//! [`WINDOW`] decisions before them that share what they are about or, for a change announced,
-//! any of them: a log of many thousands of decisions costs no more than its decisions.
+//! A decision that adds to others ("also", "too", "as well") replaces none.
+//! A decision that replaces one on its subject or in its words replaces no other by the change
+//! it announces: the change is that one.
+//! The successor of a decision is the newer one on its subject (by its words or what it is about
+//! first, then by a change it announces), the most similar, then the latest. Decisions are
+//! compared with the [`WINDOW`] decisions before them that share what they are about or, for a
+//! change announced, any of them: a log of many thousands of decisions costs no more than its
+//! decisions.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -556,10 +559,20 @@ impl<'a> Successors<'a> {
     /// like ("switched PNG decoding to libspng: libpng's errors did not fit the expected-based
     /// API" replaces the libpng decision, not the one on expected-based errors).
     fn chosen(&self) -> Vec<Option<String>> {
+        // A decision that replaces one on its subject or in its words announces that change:
+        // it replaces no other by the change alone ("the integration tests run against SQL
+        // Server now" replaces the SQLite decision, not the one on invoice numbers).
+        let on_subject: BTreeSet<usize> = self
+            .best
+            .iter()
+            .flatten()
+            .filter(|(score, _)| *score >= 2.0)
+            .map(|(_, newer)| *newer)
+            .collect();
         let mut announced: HashMap<usize, (f64, usize)> = HashMap::new();
         for (older, best) in self.best.iter().enumerate() {
             if let Some((score, newer)) = *best {
-                if score < 2.0 {
+                if score < 2.0 && !on_subject.contains(&newer) {
                     let kept = announced.entry(newer).or_insert((score, older));
                     if score > kept.0 {
                         *kept = (score, older);
@@ -765,5 +778,16 @@ mod tests {
                 .0
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_change_on_a_subject_replaces_no_other_by_the_change() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: the integration tests run on SQLite in memory, so they need no container\n\
+             [2026-04-24T11:00:00Z] worker F-002 DECISION: receipt numbers come from one Postgres sequence per year\n\
+             [2026-04-25T10:00:00Z] worker F-003 DECISION: the integration tests run on the Postgres container now, one database per test class; SQLite differed on sequences\n",
+        );
+        assert!(successor_of(&items, "the integration tests run on SQLite").is_some());
+        assert_eq!(successor_of(&items, "receipt numbers"), None);
     }
 }
