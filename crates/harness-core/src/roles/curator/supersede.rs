@@ -20,6 +20,8 @@
 //!   more): "time handling moves to jiff: chrono cannot…" replaces "timestamps are parsed with
 //!   chrono". When it says what it replaces ("no more SMTP", "instead of stored keys"), it
 //!   replaces only a decision that names it.
+//!   It replaces a decision that states its subject only if it names that subject (a word of
+//!   it, or one that begins or is begun by one: "time" for "timestamps").
 //!
 //! A decision that adds to others ("also", "too", "as well") replaces none.
 //! A decision that replaces one on its subject or in its words replaces no other by the change
@@ -45,6 +47,8 @@ pub const MARKED_SIMILARITY: f64 = 0.2;
 /// A word held by this many items of the mission or fewer is rare: a decision announcing a
 /// change that names a rare word of an older one (the tool it replaces) replaces it.
 pub const RARE: usize = 2;
+/// The shortest word that names another it begins (`tim`, of `timestamp`).
+const PREFIX: usize = 3;
 /// How many earlier decisions a decision is compared with for each of the rules that are not
 /// the similarity of words.
 pub const WINDOW: usize = 256;
@@ -163,6 +167,22 @@ impl Decision {
             && matches!((&self.action, &other.action), (Some(one), Some(two)) if one != two)
     }
 
+    /// Whether `newer` names what this decision is about, when it says so: a word of its
+    /// subject or one that begins the other ("time handling moves to jiff" names the subject of
+    /// "timestamps are parsed with chrono"). A change announced on something else ("beacons now
+    /// advertise every 2.5 s") does not replace a decision on another subject ("the sensor is
+    /// read every 60 s").
+    fn named_by(&self, newer: &Decision) -> bool {
+        let begins = |long: &str, short: &str| short.len() >= PREFIX && long.starts_with(short);
+        self.about.is_empty()
+            || self.about.iter().any(|word| {
+                newer
+                    .topical
+                    .iter()
+                    .any(|theirs| begins(word, theirs) || begins(theirs, word))
+            })
+    }
+
     /// Whether `word` is the head of its subject (any word of it, when it has none).
     fn is_head(&self, word: &str) -> bool {
         self.head.as_deref().is_none_or(|head| head == word)
@@ -200,7 +220,7 @@ fn replaces(older: &Decision, newer: &Decision, score: f64, alike: bool) -> Opti
             || similarity(&older.weighted, &newer.weighted) >= MARKED_SIMILARITY)
             && (newer.named.is_empty() || older.topical.intersection(&newer.named).next().is_some())
     };
-    (newer.changes && related()).then_some(1.0 + score)
+    (newer.changes && older.named_by(newer) && related()).then_some(1.0 + score)
 }
 
 /// Marks each decision of `items` that a later decision on the same subject replaces (see the
@@ -789,5 +809,20 @@ mod tests {
         );
         assert!(successor_of(&items, "the integration tests run on SQLite").is_some());
         assert_eq!(successor_of(&items, "receipt numbers"), None);
+    }
+
+    #[test]
+    fn a_change_announced_on_another_subject_replaces_nothing() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: uploads are scanned for viruses every 60 s by the background worker, before anyone can download them\n\
+             [2026-04-25T10:00:00Z] worker F-002 DECISION: thumbnails are now rendered at three sizes in the background worker\n",
+        );
+        assert_eq!(successor_of(&items, "uploads are scanned"), None);
+        // A word that begins a word of the subject names it.
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: timestamps are parsed with chrono into fixed offsets\n\
+             [2026-04-25T10:00:00Z] worker F-002 DECISION: time handling moves to jiff: chrono cannot resolve zone names\n",
+        );
+        assert!(successor_of(&items, "timestamps").is_some());
     }
 }
