@@ -17,11 +17,13 @@
 //! - the newer says that it changes something ("now", "instead of", "no more", "moved to",
 //!   "replaces"…) and names what is rare in the older (a word of at most [`RARE`] items, such
 //!   as the tool it replaces), or is like it (a weighted similarity of [`MARKED_SIMILARITY`] or
-//!   more): "time handling moves to jiff: chrono cannot…" replaces "timestamps are parsed with
+//!   more), or gives a name of it another number (the same thing at another version: "the
+//!   deployment target is iOS 16.0", "the app now needs iOS 17"): "time handling moves to jiff: chrono cannot…" replaces "timestamps are parsed with
 //!   chrono". When it says what it replaces ("no more SMTP", "instead of stored keys"), it
 //!   replaces only a decision that names it.
 //!   It replaces a decision that states its subject only if it names that subject (a word of
-//!   it, or one that begins or is begun by one: "time" for "timestamps").
+//!   it, or one that begins or is begun by one: "time" for "timestamps") or another version of
+//!   it.
 //!
 //! A decision that adds to others ("also", "too", "as well") replaces none.
 //! A decision that replaces one on its subject or in its words replaces no other by the change
@@ -104,6 +106,9 @@ struct Decision {
     rare: BTreeSet<String>,
     /// Its words but those that announce a change.
     topical: BTreeSet<String>,
+    /// The names it gives a number right after (`iOS 16.0` → `ios`, `16`), lowercase, with the
+    /// number's whole part.
+    versions: Vec<(String, String)>,
     /// What it says it replaces: the words after "instead of" or "no more" in their clause
     /// (`no more SMTP`); empty when it does not say.
     named: BTreeSet<String>,
@@ -141,6 +146,7 @@ impl Decision {
             rare: BTreeSet::new(),
             topical: BTreeSet::new(),
             named: named(text, context),
+            versions: versions(text),
         }
     }
 
@@ -167,6 +173,18 @@ impl Decision {
             && matches!((&self.action, &other.action), (Some(one), Some(two)) if one != two)
     }
 
+    /// Whether the two give one name another number ("the deployment target is iOS 16.0",
+    /// "the app now needs iOS 17"): the same thing at another version.
+    fn other_version(&self, other: &Decision) -> bool {
+        self.versions.iter().any(|(name, number)| {
+            other.versions.iter().any(|(theirs, _)| theirs == name)
+                && !other
+                    .versions
+                    .iter()
+                    .any(|(theirs, other_number)| theirs == name && other_number == number)
+        })
+    }
+
     /// Whether `newer` names what this decision is about, when it says so: a word of its
     /// subject or one that begins the other ("time handling moves to jiff" names the subject of
     /// "timestamps are parsed with chrono"). A change announced on something else ("beacons now
@@ -175,6 +193,7 @@ impl Decision {
     fn named_by(&self, newer: &Decision) -> bool {
         let begins = |long: &str, short: &str| short.len() >= PREFIX && long.starts_with(short);
         self.about.is_empty()
+            || self.other_version(newer)
             || self.about.iter().any(|word| {
                 newer
                     .topical
@@ -217,7 +236,8 @@ fn replaces(older: &Decision, newer: &Decision, score: f64, alike: bool) -> Opti
     // A change that names what it replaces replaces only what names it.
     let related = || {
         (older.rare.intersection(&newer.rare).next().is_some()
-            || similarity(&older.weighted, &newer.weighted) >= MARKED_SIMILARITY)
+            || similarity(&older.weighted, &newer.weighted) >= MARKED_SIMILARITY
+            || older.other_version(newer))
             && (newer.named.is_empty() || older.topical.intersection(&newer.named).next().is_some())
     };
     (newer.changes && older.named_by(newer) && related()).then_some(1.0 + score)
@@ -494,6 +514,28 @@ fn named(text: &str, context: &Context) -> BTreeSet<String> {
         }
     }
     named
+}
+
+/// The names of a text that a number follows (`iOS 16.0`, `Postgres 16`, `port 5432`), with the
+/// whole part of the number: (`ios`, `16`).
+fn versions(text: &str) -> Vec<(String, String)> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '.')
+        .map(|w| w.trim_matches('.').to_lowercase())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(2)
+        .filter(|pair| {
+            pair[0].chars().all(char::is_alphabetic)
+                && super::similarity::is_content_word(&pair[0])
+                && pair[1].chars().all(|c| c.is_ascii_digit() || c == '.')
+        })
+        .map(|pair| {
+            let whole = pair[1].split('.').next().unwrap_or("");
+            (pair[0].clone(), whole.to_string())
+        })
+        .collect()
 }
 
 /// The acronyms of a text: words of three to six capitals (`MSRV`), lowercase.
@@ -824,5 +866,28 @@ mod tests {
              [2026-04-25T10:00:00Z] worker F-002 DECISION: time handling moves to jiff: chrono cannot resolve zone names\n",
         );
         assert!(successor_of(&items, "timestamps").is_some());
+    }
+
+    #[test]
+    fn a_change_announced_to_another_version_replaces_the_older() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: the deployment target is Android 12, phones only, both orientations\n\
+             [2026-04-24T11:00:00Z] worker F-002 DECISION: the release build is shrunk with R8 in full mode\n\
+             [2026-04-25T10:00:00Z] worker F-003 DECISION: the app now needs Android 14 or later (the photo picker requires it)\n",
+        );
+        assert!(
+            successor_of(&items, "the deployment target").is_some_and(|s| s.starts_with("the app")),
+            "{:?}",
+            successors(&items)
+        );
+        assert_eq!(successor_of(&items, "the release build"), None);
+        assert_eq!(
+            versions("iOS 16.0, then Postgres 16 on port 5432"),
+            [
+                ("ios".to_string(), "16".to_string()),
+                ("postgres".to_string(), "16".to_string()),
+                ("port".to_string(), "5432".to_string())
+            ]
+        );
     }
 }
