@@ -25,7 +25,8 @@
 //!   it, or one that begins or is begun by one: "time" for "timestamps") or another version of
 //!   it.
 //!
-//! A decision that adds to others ("also", "too", "as well") replaces none.
+//! A decision that adds to others ("also", "too", "as well"), or says what is done in one case
+//! ("until the user signs in, …"), replaces none.
 //! A decision that replaces one on its subject or in its words replaces no other by the change
 //! it announces: the change is that one.
 //! The successor of a decision is the newer one on its subject (by its words or what it is about
@@ -77,6 +78,9 @@ const CHANGES: &[&str] = &[
 ];
 /// Words that say a decision adds to earlier ones.
 const ADDITIONS: &[&str] = &["additionally", "also", "as well", "in addition", "too"];
+/// Words that open a condition: a decision that starts with one ("until the user signs in, …")
+/// says what is done in that case, and adds to the decisions on the others.
+const CONDITIONS: &[&str] = &["if", "once", "unless", "until", "when", "whenever", "while"];
 /// Copulas: what comes before the first of them in a decision's first clause is its subject.
 const COPULAS: &[&str] = &[
     "are", "is", "remain", "remains", "stay", "stays", "was", "were",
@@ -141,7 +145,7 @@ impl Decision {
             acronyms: acronyms(text),
             initials: BTreeSet::new(),
             changes: has(CHANGES),
-            adds: has(ADDITIONS),
+            adds: has(ADDITIONS) || conditional(text),
             weighted: Vec::new(),
             rare: BTreeSet::new(),
             topical: BTreeSet::new(),
@@ -538,6 +542,12 @@ fn versions(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Whether `text` starts with a condition (see [`CONDITIONS`]) followed by a comma.
+fn conditional(text: &str) -> bool {
+    let first = text.split_whitespace().next().unwrap_or("").to_lowercase();
+    CONDITIONS.contains(&first.as_str()) && text.split(';').next().unwrap_or("").contains(',')
+}
+
 /// The acronyms of a text: words of three to six capitals (`MSRV`), lowercase.
 fn acronyms(text: &str) -> BTreeSet<String> {
     text.split(|c: char| !c.is_alphanumeric())
@@ -888,6 +898,29 @@ mod tests {
                 ("postgres".to_string(), "16".to_string()),
                 ("port".to_string(), "5432".to_string())
             ]
+        );
+    }
+
+    #[test]
+    fn a_decision_for_a_case_adds_to_the_others() {
+        let text = |newer: &str| {
+            format!(
+                "[2026-04-24T10:00:00Z] worker F-001 DECISION: users sign in through the identity provider with a magic email link; the app keeps no passwords\n\
+                 [2026-04-25T10:00:00Z] worker F-002 DECISION: {newer}\n"
+            )
+        };
+        let items = grouped(&text(
+            "until users sign in, the app keeps their drafts on an anonymous provider account; the email link then claims it",
+        ));
+        assert_eq!(successor_of(&items, "users sign in"), None);
+        // Without the condition, the same words replace it.
+        let items = grouped(&text(
+            "the app keeps the drafts of users on an anonymous provider account; users sign in with the email link to claim it",
+        ));
+        assert!(
+            successor_of(&items, "users sign in").is_some(),
+            "{:?}",
+            successors(&items)
         );
     }
 }
