@@ -18,18 +18,17 @@
 //!   "replaces"…) and names what is rare in the older (a word of at most [`RARE`] items, such
 //!   as the tool it replaces), or is like it (a weighted similarity of [`MARKED_SIMILARITY`] or
 //!   more), or gives a name of it another number (the same thing at another version: "the
-//!   deployment target is iOS 16.0", "the app now needs iOS 17"): "time handling moves to jiff: chrono cannot…" replaces "timestamps are parsed with
-//!   chrono". When it says what it replaces ("no more SMTP", "instead of stored keys"), it
-//!   replaces only a decision that names it.
-//!   It replaces a decision that states its subject only if it names that subject (a word of
-//!   it, or one that begins or is begun by one: "time" for "timestamps") or another version of
-//!   it.
+//!   deployment target is iOS 16.0", "the app now needs iOS 17"): "time handling moves to jiff:
+//!   chrono cannot…" replaces "timestamps are parsed with chrono". When it says what it
+//!   replaces ("no more SMTP", "instead of stored keys"), it replaces only a decision that names
+//!   it. It replaces a decision that states its subject only if it names that subject (a word
+//!   of it, or one that begins or is begun by one: "time" for "timestamps") or another version
+//!   of it.
 //!
 //! A decision that adds to others ("also", "too", "as well"), or says what is done in one case
-//! ("until the user signs in, …"), replaces none.
-//! A decision that replaces one on its subject or in its words replaces no other by the change
-//! it announces: the change is that one.
-//! The successor of a decision is the newer one on its subject (by its words or what it is about
+//! ("until the user signs in, …"), replaces none. A decision that replaces one on its subject or
+//! in its words replaces no other by the change it announces: the change is that one. The
+//! successor of a decision is the newer one on its subject (by its words or what it is about
 //! first, then by a change it announces), the most similar, then the latest. Decisions are
 //! compared with the [`WINDOW`] decisions before them that share what they are about or, for a
 //! change announced, any of them: a log of many thousands of decisions costs no more than its
