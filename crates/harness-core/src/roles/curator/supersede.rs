@@ -8,22 +8,31 @@
 //!   short X, the words of the X (what is decided about) share one, amounts and prices being
 //!   one thing (`prices are numeric(12,2)`, `amounts are integer cents`; "state stays local",
 //!   "remote state: an S3 bucket"; a possessor is not the subject: "a hike's distance" is about
-//!   the distance, not the hikes), or one is the acronym of the other's words (`MSRV`, "the
-//!   minimum supported Rust version"); but not when each says a different thing is done to it
-//!   ("tiles are decoded with libpng", "tiles are re-encoded as WebP": what a decision says is
-//!   done to its subject, the participle after the copula, is part of that subject);
+//!   the distance, not the hikes; a word shared is the head of one of the two X, not only a
+//!   modifier: "tide curves" and "tide alerts" are two things), or one is the acronym of the
+//!   other's words (`MSRV`, "the minimum supported Rust version"); but not when each says a
+//!   different thing is done to it ("tiles are decoded with libpng", "tiles are re-encoded as
+//!   WebP": what a decision says is done to its subject, the participle after the copula, is
+//!   part of that subject);
 //! - the newer says that it changes something ("now", "instead of", "no more", "moved to",
 //!   "replaces"…) and names what is rare in the older (a word of at most [`RARE`] items, such
 //!   as the tool it replaces), or is like it (a weighted similarity of [`MARKED_SIMILARITY`] or
-//!   more): "time handling moves to jiff: chrono cannot…" replaces "timestamps are parsed with
-//!   chrono". When it says what it replaces ("no more SMTP", "instead of stored keys"), it
-//!   replaces only a decision that names it.
+//!   more), or gives a name of it another number (the same thing at another version: "the
+//!   deployment target is iOS 16.0", "the app now needs iOS 17"): "time handling moves to jiff:
+//!   chrono cannot…" replaces "timestamps are parsed with chrono". When it says what it
+//!   replaces ("no more SMTP", "instead of stored keys"), it replaces only a decision that names
+//!   it. It replaces a decision that states its subject only if it names that subject (a word
+//!   of it, or one that begins or is begun by one: "time" for "timestamps") or another version
+//!   of it.
 //!
-//! A decision that adds to others ("also", "too", "as well") replaces none. The successor of a
-//! decision is the newer one on its subject (by its words or what it is about first, then by a
-//! change it announces), the most similar, then the latest. Decisions are compared with the
-//! [`WINDOW`] decisions before them that share what they are about or, for a change announced,
-//! any of them: a log of many thousands of decisions costs no more than its decisions.
+//! A decision that adds to others ("also", "too", "as well"), or says what is done in one case
+//! ("until the user signs in, …"), replaces none. A decision that replaces one on its subject or
+//! in its words replaces no other by the change it announces: the change is that one. The
+//! successor of a decision is the newer one on its subject (by its words or what it is about
+//! first, then by a change it announces), the most similar, then the latest. Decisions are
+//! compared with the [`WINDOW`] decisions before them that share what they are about or, for a
+//! change announced, any of them: a log of many thousands of decisions costs no more than its
+//! decisions.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -40,6 +49,8 @@ pub const MARKED_SIMILARITY: f64 = 0.2;
 /// A word held by this many items of the mission or fewer is rare: a decision announcing a
 /// change that names a rare word of an older one (the tool it replaces) replaces it.
 pub const RARE: usize = 2;
+/// The shortest word that names another it begins (`tim`, of `timestamp`).
+const PREFIX: usize = 3;
 /// How many earlier decisions a decision is compared with for each of the rules that are not
 /// the similarity of words.
 pub const WINDOW: usize = 256;
@@ -66,6 +77,9 @@ const CHANGES: &[&str] = &[
 ];
 /// Words that say a decision adds to earlier ones.
 const ADDITIONS: &[&str] = &["additionally", "also", "as well", "in addition", "too"];
+/// Words that open a condition: a decision that starts with one ("until the user signs in, …")
+/// says what is done in that case, and adds to the decisions on the others.
+const CONDITIONS: &[&str] = &["if", "once", "unless", "until", "when", "whenever", "while"];
 /// Copulas: what comes before the first of them in a decision's first clause is its subject.
 const COPULAS: &[&str] = &[
     "are", "is", "remain", "remains", "stay", "stays", "was", "were",
@@ -75,8 +89,11 @@ const HEADING_WORDS: usize = 3;
 /// What the rules need to know of a decision.
 #[derive(Debug, Clone, Default)]
 struct Decision {
-    /// The words of its subject (see the module documentation).
+    /// The words of its subject (see the module documentation), and the last of them before
+    /// any preposition: its head (`tide curves` → `curv`; `the predictions of a station` →
+    /// `prediction`).
     about: BTreeSet<String>,
+    head: Option<String>,
     /// Its acronyms (`msrv`), and the initials of its runs of three to six content words.
     acronyms: BTreeSet<String>,
     initials: BTreeSet<String>,
@@ -92,6 +109,9 @@ struct Decision {
     rare: BTreeSet<String>,
     /// Its words but those that announce a change.
     topical: BTreeSet<String>,
+    /// The names it gives a number right after (`iOS 16.0` → `ios`, `16`), lowercase, with the
+    /// number's whole part.
+    versions: Vec<(String, String)>,
     /// What it says it replaces: the words after "instead of" or "no more" in their clause
     /// (`no more SMTP`); empty when it does not say.
     named: BTreeSet<String>,
@@ -116,17 +136,20 @@ impl Decision {
                 })
             })
         };
+        let (about, head) = subject(text, context);
         Self {
-            about: subject(text, context),
+            about,
+            head,
             action: action(text, context),
             acronyms: acronyms(text),
             initials: BTreeSet::new(),
             changes: has(CHANGES),
-            adds: has(ADDITIONS),
+            adds: has(ADDITIONS) || conditional(text),
             weighted: Vec::new(),
             rare: BTreeSet::new(),
             topical: BTreeSet::new(),
             named: named(text, context),
+            versions: versions(text),
         }
     }
 
@@ -153,6 +176,40 @@ impl Decision {
             && matches!((&self.action, &other.action), (Some(one), Some(two)) if one != two)
     }
 
+    /// Whether the two give one name another number ("the deployment target is iOS 16.0",
+    /// "the app now needs iOS 17"): the same thing at another version.
+    fn other_version(&self, other: &Decision) -> bool {
+        self.versions.iter().any(|(name, number)| {
+            other.versions.iter().any(|(theirs, _)| theirs == name)
+                && !other
+                    .versions
+                    .iter()
+                    .any(|(theirs, other_number)| theirs == name && other_number == number)
+        })
+    }
+
+    /// Whether `newer` names what this decision is about, when it says so: a word of its
+    /// subject or one that begins the other ("time handling moves to jiff" names the subject of
+    /// "timestamps are parsed with chrono"). A change announced on something else ("beacons now
+    /// advertise every 2.5 s") does not replace a decision on another subject ("the sensor is
+    /// read every 60 s").
+    fn named_by(&self, newer: &Decision) -> bool {
+        let begins = |long: &str, short: &str| short.len() >= PREFIX && long.starts_with(short);
+        self.about.is_empty()
+            || self.other_version(newer)
+            || self.about.iter().any(|word| {
+                newer
+                    .topical
+                    .iter()
+                    .any(|theirs| begins(word, theirs) || begins(theirs, word))
+            })
+    }
+
+    /// Whether `word` is the head of its subject (any word of it, when it has none).
+    fn is_head(&self, word: &str) -> bool {
+        self.head.as_deref().is_none_or(|head| head == word)
+    }
+
     /// Whether the two are about the same thing (but their words). Two that say different
     /// things are done to it are not ("tiles are decoded with libpng", "tiles are re-encoded
     /// as WebP").
@@ -162,7 +219,9 @@ impl Decision {
                 return false;
             }
         }
-        self.about.intersection(&other.about).next().is_some()
+        self.about
+            .intersection(&other.about)
+            .any(|word| self.is_head(word) || other.is_head(word))
             || self.acronyms.intersection(&other.initials).next().is_some()
             || other.acronyms.intersection(&self.initials).next().is_some()
     }
@@ -180,10 +239,11 @@ fn replaces(older: &Decision, newer: &Decision, score: f64, alike: bool) -> Opti
     // A change that names what it replaces replaces only what names it.
     let related = || {
         (older.rare.intersection(&newer.rare).next().is_some()
-            || similarity(&older.weighted, &newer.weighted) >= MARKED_SIMILARITY)
+            || similarity(&older.weighted, &newer.weighted) >= MARKED_SIMILARITY
+            || older.other_version(newer))
             && (newer.named.is_empty() || older.topical.intersection(&newer.named).next().is_some())
     };
-    (newer.changes && related()).then_some(1.0 + score)
+    (newer.changes && older.named_by(newer) && related()).then_some(1.0 + score)
 }
 
 /// Marks each decision of `items` that a later decision on the same subject replaces (see the
@@ -352,8 +412,10 @@ fn topical(words: &[String]) -> Vec<String> {
 }
 
 /// What a decision is about: the content words before the first copula of its first clause
-/// (`the dev and test DB is now …` → dev, test, db), if it has one.
-fn subject(text: &str, context: &Context) -> BTreeSet<String> {
+/// (`the dev and test DB is now …` → dev, test, db), if it has one, and the head of these: the
+/// last before any preposition (`db`). Two subjects that share only a modifier are two
+/// subjects: "tide curves are drawn with Swift Charts", "tide alerts are local notifications".
+fn subject(text: &str, context: &Context) -> (BTreeSet<String>, Option<String>) {
     let clause = text
         .split([';', ':', '—', ',', '(', '='])
         .next()
@@ -364,27 +426,50 @@ fn subject(text: &str, context: &Context) -> BTreeSet<String> {
         .split_whitespace()
         .filter(|w| !w.ends_with("'s") && !w.ends_with("’s"))
         .collect();
-    let read = |words: &[&str]| -> BTreeSet<String> {
+    let read = |words: &[&str]| -> Vec<String> {
         super::similarity::read_words(&words.join(" "), context)
             .words
             .into_iter()
             .filter(|w| !w.starts_with('`') && !CHANGES.contains(&w.as_str()))
             .collect()
     };
+    let head = |words: &[&str]| -> Option<String> {
+        let end = words
+            .iter()
+            .position(|w| PREPOSITIONS.contains(w))
+            .unwrap_or(words.len());
+        words[..end]
+            .iter()
+            .rev()
+            .find_map(|word| read(&[word]).pop())
+    };
+    // "remote state now: an S3 bucket": a short heading before a colon names the subject; a
+    // colon inside a token (`{:shift_changed, id}`, `ConnectionStrings:Main`) is no heading's.
+    let after = &text[clause.len()..];
+    let heading =
+        after.starts_with(':') && after[1..].chars().next().is_none_or(char::is_whitespace);
     match words.iter().position(|w| COPULAS.contains(w)) {
-        Some(copula) => read(&words[..copula]),
-        // "remote state now: an S3 bucket": a short heading before a colon names the subject.
-        None if text[clause.len()..].starts_with(':') => {
-            let heading = read(&words);
-            if heading.len() <= HEADING_WORDS {
-                heading
+        Some(copula) => {
+            let about = read(&words[..copula]);
+            let head = head(&words[..copula]);
+            (about.into_iter().collect(), head)
+        }
+        None if heading => {
+            let about: BTreeSet<String> = read(&words).into_iter().collect();
+            if about.len() <= HEADING_WORDS {
+                (about, head(&words))
             } else {
-                BTreeSet::new()
+                (BTreeSet::new(), None)
             }
         }
-        None => BTreeSet::new(),
+        None => (BTreeSet::new(), None),
     }
 }
+
+/// Prepositions: what follows the first of them in a subject does not hold its head.
+const PREPOSITIONS: &[&str] = &[
+    "at", "by", "for", "from", "in", "of", "on", "per", "to", "with",
+];
 
 /// Common irregular past participles. Sorted.
 const PARTICIPLES: &[&str] = &[
@@ -432,6 +517,34 @@ fn named(text: &str, context: &Context) -> BTreeSet<String> {
         }
     }
     named
+}
+
+/// The names of a text that a number follows (`iOS 16.0`, `Postgres 16`, `port 5432`), with the
+/// whole part of the number: (`ios`, `16`).
+fn versions(text: &str) -> Vec<(String, String)> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '.')
+        .map(|w| w.trim_matches('.').to_lowercase())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(2)
+        .filter(|pair| {
+            pair[0].chars().all(char::is_alphabetic)
+                && super::similarity::is_content_word(&pair[0])
+                && pair[1].chars().all(|c| c.is_ascii_digit() || c == '.')
+        })
+        .map(|pair| {
+            let whole = pair[1].split('.').next().unwrap_or("");
+            (pair[0].clone(), whole.to_string())
+        })
+        .collect()
+}
+
+/// Whether `text` starts with a condition (see [`CONDITIONS`]) followed by a comma.
+fn conditional(text: &str) -> bool {
+    let first = text.split_whitespace().next().unwrap_or("").to_lowercase();
+    CONDITIONS.contains(&first.as_str()) && text.split(';').next().unwrap_or("").contains(',')
 }
 
 /// The acronyms of a text: words of three to six capitals (`MSRV`), lowercase.
@@ -517,10 +630,20 @@ impl<'a> Successors<'a> {
     /// like ("switched PNG decoding to libspng: libpng's errors did not fit the expected-based
     /// API" replaces the libpng decision, not the one on expected-based errors).
     fn chosen(&self) -> Vec<Option<String>> {
+        // A decision that replaces one on its subject or in its words announces that change:
+        // it replaces no other by the change alone ("the integration tests run against SQL
+        // Server now" replaces the SQLite decision, not the one on invoice numbers).
+        let on_subject: BTreeSet<usize> = self
+            .best
+            .iter()
+            .flatten()
+            .filter(|(score, _)| *score >= 2.0)
+            .map(|(_, newer)| *newer)
+            .collect();
         let mut announced: HashMap<usize, (f64, usize)> = HashMap::new();
         for (older, best) in self.best.iter().enumerate() {
             if let Some((score, newer)) = *best {
-                if score < 2.0 {
+                if score < 2.0 && !on_subject.contains(&newer) {
                     let kept = announced.entry(newer).or_insert((score, older));
                     if score > kept.0 {
                         *kept = (score, older);
@@ -675,5 +798,128 @@ mod tests {
             None
         );
         assert!(PARTICIPLES.windows(2).all(|pair| pair[0] < pair[1]));
+    }
+    /// Each decision of `items` starting with `start`, and its successor's text.
+    fn successor_of<'a>(items: &'a [Item], start: &str) -> Option<&'a str> {
+        let found = successors(items);
+        found
+            .iter()
+            .find(|(t, _)| t.starts_with(start))
+            .unwrap_or_else(|| panic!("{start}: {found:?}"))
+            .1
+    }
+
+    #[test]
+    fn a_shared_modifier_is_not_a_shared_subject() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: order totals are integers in cents, tax included\n\
+             [2026-04-24T11:00:00Z] worker F-002 DECISION: the cache is Redis on the compose network\n\
+             [2026-04-25T10:00:00Z] worker F-003 DECISION: order emails are plain text with one line per item\n\
+             [2026-04-25T11:00:00Z] worker F-004 DECISION: the session cache is Memcached, Redis is only for the queues\n",
+        );
+        assert_eq!(successor_of(&items, "order totals"), None);
+        // The same head, with a modifier or without: one subject.
+        assert_eq!(
+            successor_of(&items, "the cache is Redis"),
+            Some("the session cache is Memcached, Redis is only for the queues")
+        );
+        assert_eq!(
+            subject(
+                "the predictions of a station are cached",
+                &Context::default()
+            )
+            .1
+            .as_deref(),
+            Some("prediction")
+        );
+    }
+
+    #[test]
+    fn a_colon_inside_a_token_is_no_heading() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: the export format is CSV with a header row\n\
+             [2026-04-25T10:00:00Z] worker F-002 DECISION: clients request format:json in the query string of the API\n",
+        );
+        assert_eq!(successor_of(&items, "the export format"), None);
+        assert!(subject("clients request format:json", &Context::default())
+            .0
+            .is_empty());
+        assert!(
+            !subject("remote state now: an S3 bucket", &Context::default())
+                .0
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_change_on_a_subject_replaces_no_other_by_the_change() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: the integration tests run on SQLite in memory, so they need no container\n\
+             [2026-04-24T11:00:00Z] worker F-002 DECISION: receipt numbers come from one Postgres sequence per year\n\
+             [2026-04-25T10:00:00Z] worker F-003 DECISION: the integration tests run on the Postgres container now, one database per test class; SQLite differed on sequences\n",
+        );
+        assert!(successor_of(&items, "the integration tests run on SQLite").is_some());
+        assert_eq!(successor_of(&items, "receipt numbers"), None);
+    }
+
+    #[test]
+    fn a_change_announced_on_another_subject_replaces_nothing() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: uploads are scanned for viruses every 60 s by the background worker, before anyone can download them\n\
+             [2026-04-25T10:00:00Z] worker F-002 DECISION: thumbnails are now rendered at three sizes in the background worker\n",
+        );
+        assert_eq!(successor_of(&items, "uploads are scanned"), None);
+        // A word that begins a word of the subject names it.
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: timestamps are parsed with chrono into fixed offsets\n\
+             [2026-04-25T10:00:00Z] worker F-002 DECISION: time handling moves to jiff: chrono cannot resolve zone names\n",
+        );
+        assert!(successor_of(&items, "timestamps").is_some());
+    }
+
+    #[test]
+    fn a_change_announced_to_another_version_replaces_the_older() {
+        let items = grouped(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: the deployment target is Android 12, phones only, both orientations\n\
+             [2026-04-24T11:00:00Z] worker F-002 DECISION: the release build is shrunk with R8 in full mode\n\
+             [2026-04-25T10:00:00Z] worker F-003 DECISION: the app now needs Android 14 or later (the photo picker requires it)\n",
+        );
+        assert!(
+            successor_of(&items, "the deployment target").is_some_and(|s| s.starts_with("the app")),
+            "{:?}",
+            successors(&items)
+        );
+        assert_eq!(successor_of(&items, "the release build"), None);
+        assert_eq!(
+            versions("iOS 16.0, then Postgres 16 on port 5432"),
+            [
+                ("ios".to_string(), "16".to_string()),
+                ("postgres".to_string(), "16".to_string()),
+                ("port".to_string(), "5432".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_decision_for_a_case_adds_to_the_others() {
+        let text = |newer: &str| {
+            format!(
+                "[2026-04-24T10:00:00Z] worker F-001 DECISION: users sign in through the identity provider with a magic email link; the app keeps no passwords\n\
+                 [2026-04-25T10:00:00Z] worker F-002 DECISION: {newer}\n"
+            )
+        };
+        let items = grouped(&text(
+            "until users sign in, the app keeps their drafts on an anonymous provider account; the email link then claims it",
+        ));
+        assert_eq!(successor_of(&items, "users sign in"), None);
+        // Without the condition, the same words replace it.
+        let items = grouped(&text(
+            "the app keeps the drafts of users on an anonymous provider account; users sign in with the email link to claim it",
+        ));
+        assert!(
+            successor_of(&items, "users sign in").is_some(),
+            "{:?}",
+            successors(&items)
+        );
     }
 }
