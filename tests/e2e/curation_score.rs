@@ -494,41 +494,45 @@ fn curation_score_on_the_fresh_log() {
 
 /// The blind log was written after the rules were made more general with the fresh log, by
 /// someone who did not read them. Its first score (BENCHMARKS.md) is below the targets: what a
-/// project names again and again (a build preset, a fixture, a cluster account) still passes
+/// project names again and again (a build preset, a fixture, a cluster account) still passed
 /// for a tool's. The rules were then corrected for what was wrong in general (a project's own
-/// rule, a feature's placeholder, units); what is asserted is that nothing got worse.
+/// rule, a feature's placeholder, units, a directory its paths name, an option's value);
+/// what is asserted is that nothing got worse than after those corrections.
 #[test]
 fn curation_score_on_the_blind_log() {
     let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.6 && score.promotion_recall.value() >= 0.8
+        score.graduation_precision.value() >= 0.8
+            && score.promotion_recall.value() >= 0.8
+            && score.current_kept.value() == 1.0
     };
-    scored_holding("blind", (15, 30), holds, "worse than when first scored");
+    scored_holding("blind", (15, 30), holds, "worse than after its corrections");
 }
 
 /// The second blind log was written after the rules were corrected with the first, by someone
-/// who did not read them, and scored once (BENCHMARKS.md), below the targets; one general rule
-/// came after (a possessor is not a decision's subject). What is asserted is that nothing gets
-/// worse than that first score.
+/// who did not read them, and scored once (BENCHMARKS.md), below the targets; general rules
+/// came after (a possessor is not a decision's subject, another mission's wording must name
+/// what this one's does). What is asserted is that nothing gets worse than after them.
 #[test]
 fn curation_score_on_the_second_blind_log() {
     let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.7
+        score.graduation_precision.value() >= 0.85
             && score.promotion_recall.value() >= 0.9
+            && score.current_kept.value() >= 0.95
             && score.superseded_left_current.0 <= 1
     };
-    scored_holding("blind2", (15, 30), holds, "worse than when first scored");
+    scored_holding("blind2", (15, 30), holds, "worse than after its corrections");
 }
 
 /// The third blind log was written after the rules were corrected with the second, by someone
-/// who did not read them, and scored once (BENCHMARKS.md). What is asserted is that nothing
-/// gets worse than that first score.
+/// who did not read them, and scored once (BENCHMARKS.md); the rules on decisions were then
+/// corrected with it. What is asserted is that nothing gets worse than that.
 #[test]
 fn curation_score_on_the_third_blind_log() {
     let holds = |score: &Score| {
         score.graduation_precision.value() >= 0.9
             && score.promotion_recall.value() >= 0.9
-            && score.current_kept.value() >= 0.8
-            && score.superseded_left_current.0 <= 2
+            && score.current_kept.value() >= 0.9
+            && score.superseded_left_current.0 <= 1
     };
-    scored_holding("blind3", (15, 30), holds, "worse than when first scored");
+    scored_holding("blind3", (15, 30), holds, "worse than after its corrections");
 }
