@@ -181,4 +181,8 @@ impl Redactor {
 }
 
 #[cfg(test)]
+mod equivalence;
+#[cfg(test)]
+mod reference;
+#[cfg(test)]
 mod tests;
