@@ -168,6 +168,13 @@ proptest! {
 }
 
 #[test]
+fn the_second_byte_filter_knows_every_line_break() {
+    for line_break in super::shapes::BREAKS {
+        assert!(super::shapes::LINE_BREAK_FIRSTS.contains(&line_break[0]));
+    }
+}
+
+#[test]
 fn the_samples_timed_give_what_the_old_one_gave() {
     let new = redactor();
     let old = reference::Redactor::like(&new);

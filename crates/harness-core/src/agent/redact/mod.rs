@@ -66,6 +66,8 @@ pub struct Redactor {
     starts: [u8; 256],
     /// Where a shape, a label or a URL password may start.
     shape_starts: shapes::ShapeStarts,
+    /// What may follow the first byte of a secret (a second fast filter).
+    seconds: stream::Seconds,
 }
 
 impl Default for Redactor {
@@ -152,6 +154,7 @@ impl Redactor {
             starts[usize::from(value[0])] |= stream::VALUE;
         }
         Self {
+            seconds: stream::Seconds::new(&values),
             values,
             starts,
             shape_starts,

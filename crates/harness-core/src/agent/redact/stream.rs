@@ -254,7 +254,18 @@ impl Redactor {
     /// Whether anything may start at `at` (a fast filter, called for every byte): most bytes
     /// start nothing, or start a shape only at the start of a word, which they are not at.
     fn may_start(&self, buffer: &[u8], at: usize) -> bool {
-        let flags = self.starts[usize::from(buffer[at])];
+        let byte = buffer[at];
+        let flags = self.starts[usize::from(byte)];
+        if flags == 0 {
+            return false;
+        }
+        // Common letters start labels and shapes (`s`, `p`, `b` at a word): the second byte
+        // rules out nearly all of them before any matcher runs.
+        if let Some(&next) = buffer.get(at + 1) {
+            if !self.seconds.allows(byte, next) {
+                return false;
+            }
+        }
         flags & (VALUE | ANYWHERE) != 0
             || (flags & AT_WORD != 0
                 && (at == 0
@@ -274,5 +285,44 @@ impl Redactor {
                 found(value_at(buffer, at, value, more));
             }
         }
+    }
+}
+
+/// For each byte, the bytes that may come right after it at the start of a secret, as a bit
+/// set: the second byte of a shape, a label, `://` or a secret value that starts with it, or
+/// the first byte of a line break (which may stand before any byte of a secret but its first).
+/// Every matcher gives nothing where the second byte is none of these.
+#[derive(Debug, Clone)]
+pub(super) struct Seconds(Box<[[u64; 4]; 256]>);
+
+impl Seconds {
+    /// The bytes that may follow the first bytes of `values` and of the shapes.
+    pub(super) fn new(values: &[Vec<u8>]) -> Self {
+        let mut seconds = Self(Box::new([[0; 4]; 256]));
+        let mut openings = shapes::ShapeStarts::openings();
+        for value in values {
+            match value[..] {
+                [first, second, ..] => openings.push([first, second]),
+                // Never so (values are at least `MIN_SECRET_LEN` long), but a value of one
+                // byte would be whole whatever follows it.
+                [first] => openings.extend((0..=u8::MAX).map(|second| [first, second])),
+                [] => {}
+            }
+        }
+        for [first, second] in openings {
+            seconds.allow(first, second);
+            for line_break in shapes::LINE_BREAK_FIRSTS {
+                seconds.allow(first, line_break);
+            }
+        }
+        seconds
+    }
+
+    fn allow(&mut self, first: u8, second: u8) {
+        self.0[usize::from(first)][usize::from(second >> 6)] |= 1 << (second & 63);
+    }
+
+    fn allows(&self, first: u8, second: u8) -> bool {
+        self.0[usize::from(first)][usize::from(second >> 6)] & (1 << (second & 63)) != 0
     }
 }
