@@ -256,15 +256,16 @@ impl Redactor {
     fn may_start(&self, buffer: &[u8], at: usize) -> bool {
         let byte = buffer[at];
         let flags = self.starts[usize::from(byte)];
-        if flags == 0 {
-            return false;
-        }
         // Common letters start labels and shapes (`s`, `p`, `b` at a word): the second byte
-        // rules out nearly all of them before any matcher runs.
-        if let Some(&next) = buffer.get(at + 1) {
-            if !self.seconds.allows(byte, next) {
-                return false;
-            }
+        // rules out nearly all of them before any matcher runs. One look-up of the pair, which
+        // also rules out a first byte that starts nothing (it has no seconds), keeps this
+        // branch, taken for every byte, predictable.
+        let ruled_out = match buffer.get(at + 1) {
+            Some(&next) => !self.seconds.allows(byte, next),
+            None => flags == 0,
+        };
+        if ruled_out {
+            return false;
         }
         flags & (VALUE | ANYWHERE) != 0
             || (flags & AT_WORD != 0
