@@ -68,6 +68,8 @@ pub struct Redactor {
     shape_starts: shapes::ShapeStarts,
     /// What may follow the first byte of a secret (a second fast filter).
     seconds: stream::Seconds,
+    /// What may follow the first two (a third, for the few the second lets through).
+    thirds: stream::Thirds,
 }
 
 impl Default for Redactor {
@@ -155,6 +157,7 @@ impl Redactor {
         }
         Self {
             seconds: stream::Seconds::new(&values),
+            thirds: stream::Thirds::new(&values),
             values,
             starts,
             shape_starts,

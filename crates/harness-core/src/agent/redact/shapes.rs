@@ -513,20 +513,32 @@ impl ShapeStarts {
     /// nothing: every matcher compares the second byte first (see [`literal`]), and only a
     /// line break (see [`LINE_BREAK_FIRSTS`]) may stand in its place.
     pub fn openings() -> Vec<[u8; 2]> {
+        Self::openings3()
+            .into_iter()
+            .map(|[first, second, _]| [first, second])
+            .collect()
+    }
+
+    /// The first three bytes of every shape, label and URL password, likewise (each is at least
+    /// three bytes long).
+    pub fn openings3() -> Vec<[u8; 3]> {
         let mut openings = Vec::new();
         for shape in PREFIXED.iter().chain(&DOTTED_PREFIXED) {
             let prefix = shape.prefix.as_bytes();
-            openings.push([prefix[0], prefix[1]]);
+            openings.push([prefix[0], prefix[1], prefix[2]]);
         }
+        let cases = |byte: u8| [byte.to_ascii_lowercase(), byte.to_ascii_uppercase()];
         for label in &LABELLED {
             let label = label.label.as_bytes();
-            for first in [label[0].to_ascii_lowercase(), label[0].to_ascii_uppercase()] {
-                for second in [label[1].to_ascii_lowercase(), label[1].to_ascii_uppercase()] {
-                    openings.push([first, second]);
+            for first in cases(label[0]) {
+                for second in cases(label[1]) {
+                    for third in cases(label[2]) {
+                        openings.push([first, second, third]);
+                    }
                 }
             }
         }
-        openings.push([b':', b'/']);
+        openings.push(*b"://");
         openings
     }
 
