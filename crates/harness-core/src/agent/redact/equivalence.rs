@@ -152,7 +152,7 @@ fn pieces<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(ProptestConfig::with_cases(1000))]
 
     #[test]
     fn the_redactor_gives_what_the_old_one_gave((bytes, cuts) in output_and_cuts()) {
