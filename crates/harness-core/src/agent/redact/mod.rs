@@ -66,6 +66,10 @@ pub struct Redactor {
     starts: [u8; 256],
     /// Where a shape, a label or a URL password may start.
     shape_starts: shapes::ShapeStarts,
+    /// What may follow the first byte of a secret (a second fast filter).
+    seconds: stream::Seconds,
+    /// What may follow the first two (a third, for the few the second lets through).
+    thirds: stream::Thirds,
 }
 
 impl Default for Redactor {
@@ -152,6 +156,8 @@ impl Redactor {
             starts[usize::from(value[0])] |= stream::VALUE;
         }
         Self {
+            seconds: stream::Seconds::new(&values),
+            thirds: stream::Thirds::new(&values),
             values,
             starts,
             shape_starts,
@@ -180,5 +186,9 @@ impl Redactor {
     }
 }
 
+#[cfg(test)]
+mod equivalence;
+#[cfg(test)]
+mod reference;
 #[cfg(test)]
 mod tests;

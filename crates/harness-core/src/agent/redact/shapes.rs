@@ -172,7 +172,11 @@ pub(super) enum Found {
 }
 
 /// Every line break a secret may be split by: raw, or written inside a JSON string.
-const BREAKS: [&[u8]; 4] = [b"\r\n", b"\n", b"\\r\\n", b"\\n"];
+pub(super) const BREAKS: [&[u8]; 4] = [b"\r\n", b"\n", b"\\r\\n", b"\\n"];
+
+/// The bytes a line break (of [`BREAKS`]) starts with: the only ones that may stand between
+/// two bytes of a secret other than its own.
+pub(super) const LINE_BREAK_FIRSTS: [u8; 3] = [b'\r', b'\n', b'\\'];
 
 /// What is at one position, as far as line breaks go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -502,6 +506,40 @@ impl ShapeStarts {
         }
         starts.anywhere[usize::from(b':')] = true;
         starts
+    }
+
+    /// The first two bytes of every shape, label and URL password (`://`), in each case a
+    /// label may be written in. A byte that starts none of them after its first one starts
+    /// nothing: every matcher compares the second byte first (see [`literal`]), and only a
+    /// line break (see [`LINE_BREAK_FIRSTS`]) may stand in its place.
+    pub fn openings() -> Vec<[u8; 2]> {
+        Self::openings3()
+            .into_iter()
+            .map(|[first, second, _]| [first, second])
+            .collect()
+    }
+
+    /// The first three bytes of every shape, label and URL password, likewise (each is at least
+    /// three bytes long).
+    pub fn openings3() -> Vec<[u8; 3]> {
+        let mut openings = Vec::new();
+        for shape in PREFIXED.iter().chain(&DOTTED_PREFIXED) {
+            let prefix = shape.prefix.as_bytes();
+            openings.push([prefix[0], prefix[1], prefix[2]]);
+        }
+        let cases = |byte: u8| [byte.to_ascii_lowercase(), byte.to_ascii_uppercase()];
+        for label in &LABELLED {
+            let label = label.label.as_bytes();
+            for first in cases(label[0]) {
+                for second in cases(label[1]) {
+                    for third in cases(label[2]) {
+                        openings.push([first, second, third]);
+                    }
+                }
+            }
+        }
+        openings.push(*b"://");
+        openings
     }
 
     /// Whether a shape may start at `at`.

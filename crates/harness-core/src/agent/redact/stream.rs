@@ -253,8 +253,22 @@ pub(super) const AT_WORD: u8 = 4;
 impl Redactor {
     /// Whether anything may start at `at` (a fast filter, called for every byte): most bytes
     /// start nothing, or start a shape only at the start of a word, which they are not at.
+    // Inlined into the scan, or the call costs more than the filter it makes.
+    #[inline(always)]
     fn may_start(&self, buffer: &[u8], at: usize) -> bool {
-        let flags = self.starts[usize::from(buffer[at])];
+        let byte = buffer[at];
+        let flags = self.starts[usize::from(byte)];
+        // Common letters start labels and shapes (`s`, `p`, `b` at a word): the second byte
+        // rules out nearly all of them before any matcher runs. One look-up of the pair, which
+        // also rules out a first byte that starts nothing (it has no seconds), keeps this
+        // branch, taken for every byte, predictable.
+        let ruled_out = match buffer.get(at + 1) {
+            Some(&next) => !self.seconds.allows(byte, next),
+            None => flags == 0,
+        };
+        if ruled_out {
+            return false;
+        }
         flags & (VALUE | ANYWHERE) != 0
             || (flags & AT_WORD != 0
                 && (at == 0
@@ -265,6 +279,18 @@ impl Redactor {
     /// Hands `found` every secret that starts at `at` in `buffer`, and every place where one
     /// may still be beginning.
     fn each_found(&self, buffer: &[u8], at: usize, more: bool, mut found: impl FnMut(Found)) {
+        // Those `may_start` lets through (`se` of `second`, `pr` of `prompt`) mostly go no
+        // further than the third byte; it rules them out likewise when no line break may stand
+        // before it. (Here, not in `may_start`: that one runs for every byte and stays small.)
+        if let [first, second, third, ..] = buffer[at..] {
+            let breaks = shapes::LINE_BREAK_FIRSTS;
+            if !breaks.contains(&second)
+                && !breaks.contains(&third)
+                && !self.thirds.allows([first, second, third])
+            {
+                return;
+            }
+        }
         if self.shape_starts.at(buffer, at) {
             found(shape_at(buffer, at, more));
         }
@@ -274,5 +300,87 @@ impl Redactor {
                 found(value_at(buffer, at, value, more));
             }
         }
+    }
+}
+
+/// For each byte, the bytes that may come right after it at the start of a secret, as a bit
+/// set: the second byte of a shape, a label, `://` or a secret value that starts with it, or
+/// the first byte of a line break (which may stand before any byte of a secret but its first).
+/// Every matcher gives nothing where the second byte is none of these.
+#[derive(Debug, Clone)]
+pub(super) struct Seconds(Box<[[u64; 4]; 256]>);
+
+impl Seconds {
+    /// The bytes that may follow the first bytes of `values` and of the shapes.
+    pub(super) fn new(values: &[Vec<u8>]) -> Self {
+        let mut seconds = Self(Box::new([[0; 4]; 256]));
+        let mut openings = shapes::ShapeStarts::openings();
+        for value in values {
+            match value[..] {
+                [first, second, ..] => openings.push([first, second]),
+                // Never so (values are at least `MIN_SECRET_LEN` long), but a value of one
+                // byte would be whole whatever follows it.
+                [first] => openings.extend((0..=u8::MAX).map(|second| [first, second])),
+                [] => {}
+            }
+        }
+        for [first, second] in openings {
+            seconds.allow(first, second);
+            for line_break in shapes::LINE_BREAK_FIRSTS {
+                seconds.allow(first, line_break);
+            }
+        }
+        seconds
+    }
+
+    fn allow(&mut self, first: u8, second: u8) {
+        self.0[usize::from(first)][usize::from(second >> 6)] |= 1 << (second & 63);
+    }
+
+    fn allows(&self, first: u8, second: u8) -> bool {
+        self.0[usize::from(first)][usize::from(second >> 6)] & (1 << (second & 63)) != 0
+    }
+}
+
+/// The first three bytes of every shape, label, `://` and secret value, as [`Seconds`] has
+/// their first two: where neither the second nor the third byte may start a line break, a
+/// secret starts only with one of these. Kept as a set of hashes (a bit each): two openings
+/// may share a bit, which only lets a few more places through to the matchers, and a look-up
+/// costs a multiplication (a binary search over the openings cost as much as it saved).
+#[derive(Debug, Clone)]
+pub(super) struct Thirds([u64; Thirds::WORDS]);
+
+impl Thirds {
+    const BITS: u32 = 12;
+    const WORDS: usize = (1 << Self::BITS) / 64;
+
+    pub(super) fn new(values: &[Vec<u8>]) -> Self {
+        let mut openings = shapes::ShapeStarts::openings3();
+        let mut thirds = Self([0; Self::WORDS]);
+        for value in values {
+            match value[..] {
+                [first, second, third, ..] => openings.push([first, second, third]),
+                // Never so (values are at least `MIN_SECRET_LEN` long), but a shorter value
+                // could be whole before its third byte: all are allowed.
+                _ => thirds.0 = [u64::MAX; Self::WORDS],
+            }
+        }
+        for opening in openings {
+            let bit = Self::bit(opening);
+            thirds.0[bit / 64] |= 1 << (bit % 64);
+        }
+        thirds
+    }
+
+    fn bit(opening: [u8; 3]) -> usize {
+        let [a, b, c] = opening;
+        let packed = u32::from_le_bytes([a, b, c, 0]);
+        // Fibonacci hashing: the top bits of the product mix all three bytes.
+        (packed.wrapping_mul(0x9E37_79B1) >> (32 - Self::BITS)) as usize
+    }
+
+    fn allows(&self, opening: [u8; 3]) -> bool {
+        let bit = Self::bit(opening);
+        self.0[bit / 64] & (1 << (bit % 64)) != 0
     }
 }
