@@ -70,6 +70,9 @@ pub struct Redactor {
     seconds: stream::Seconds,
     /// What may follow the first two (a third, for the few the second lets through).
     thirds: stream::Thirds,
+    /// The filters above left out: only in the tests that check them against the matchers.
+    #[cfg(test)]
+    unfiltered: bool,
 }
 
 impl Default for Redactor {
@@ -161,6 +164,8 @@ impl Redactor {
             values,
             starts,
             shape_starts,
+            #[cfg(test)]
+            unfiltered: false,
         }
     }
 
@@ -188,7 +193,5 @@ impl Redactor {
 
 #[cfg(test)]
 mod equivalence;
-#[cfg(test)]
-mod reference;
 #[cfg(test)]
 mod tests;
