@@ -7,6 +7,11 @@ use proptest::prelude::*;
 
 use super::{RedactingStream, Redactor};
 
+fn fragments() -> Vec<&'static str> {
+    let keys = super::tests::SHAPED_KEYS.iter();
+    keys.chain(FRAGMENTS).copied().collect()
+}
+
 fn redactor() -> Redactor {
     Redactor::from_env([
         ("ANTHROPIC_API_KEY", "not-a-shape-but-secret-123"),
@@ -37,26 +42,9 @@ fn deliveries(redactor: &Redactor, pieces: &[&[u8]]) -> Vec<Vec<u8>> {
     out
 }
 
-/// Pieces of output that start, nearly start, end or break secrets of every kind.
+/// Pieces of output that start, nearly start, end or break secrets of every kind (with a key of
+/// each shape, [`super::tests::SHAPED_KEYS`]).
 const FRAGMENTS: &[&str] = &[
-    "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz012345",
-    "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx",
-    "sk_live_AbCdEfGhIjKlMnOpQrStUvWx",
-    "rk_test_AbCdEfGhIjKlMnOpQrStUvWx",
-    "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
-    "github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyz0123456789",
-    "glpat-AbCdEfGhIjKlMnOpQrSt",
-    "xoxb-1234567890-abcdef",
-    "xapp-1-A0123456789-abc",
-    "AKIAIOSFODNN7EXAMPLE",
-    "ASIAIOSFODNN7EXAMPLE",
-    "AIzaSyA-1234567890abcdefghijklmnopqrstu",
-    "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567",
-    "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
-    "pypi-AgEIcHlwaS5vcmcCJGY0ZjQ4ZjYxLWQ5ZTgtNDk1Ny1hNjQ2LTU3YzgwZGY0ZjU1ZQ",
-    "SG.AbCdEfGhIjKlMnOpQrStUv.AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcde",
-    "ya29.a0AfH6SMBx-AbCdEfGhIjKlMnOp",
-    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.AbCdEfGhIjKlMnOp",
     "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     r#""SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY""#,
@@ -113,7 +101,7 @@ const FRAGMENTS: &[&str] = &[
 /// Output made of fragments and short random runs, and where to cut it into reads.
 fn output_and_cuts() -> impl Strategy<Value = (Vec<u8>, Vec<usize>)> {
     let piece = prop_oneof![
-        3 => proptest::sample::select(FRAGMENTS).prop_map(|f| f.as_bytes().to_vec()),
+        3 => proptest::sample::select(fragments()).prop_map(|f| f.as_bytes().to_vec()),
         1 => "[a-zA-Z0-9_./:@=\"\\\\ \n\r-]{0,12}".prop_map(String::into_bytes),
         1 => proptest::collection::vec(any::<u8>(), 0..4),
     ];

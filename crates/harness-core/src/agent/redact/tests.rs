@@ -2,6 +2,29 @@ use super::*;
 
 const KEY: &str = "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz012345";
 
+/// A key of each shape the redactor knows.
+pub(super) const SHAPED_KEYS: &[&str] = &[
+    KEY,
+    "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx",
+    "sk_live_AbCdEfGhIjKlMnOpQrStUvWx",
+    "rk_test_AbCdEfGhIjKlMnOpQrStUvWx",
+    "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "ghs_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyz0123456789",
+    "glpat-AbCdEfGhIjKlMnOpQrSt",
+    "xoxb-1234567890-abcdef",
+    "xapp-1-A0123456789-abc",
+    "AKIAIOSFODNN7EXAMPLE",
+    "ASIAIOSFODNN7EXAMPLE",
+    "AIzaSyA-1234567890abcdefghijklmnopqrstu",
+    "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567",
+    "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "pypi-AgEIcHlwaS5vcmcCJGY0ZjQ4ZjYxLWQ5ZTgtNDk1Ny1hNjQ2LTU3YzgwZGY0ZjU1ZQ",
+    "SG.AbCdEfGhIjKlMnOpQrStUv.AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcde",
+    "ya29.a0AfH6SMBx-AbCdEfGhIjKlMnOp",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.AbCdEfGhIjKlMnOp",
+];
+
 fn redactor() -> Redactor {
     Redactor::from_env([
         ("ANTHROPIC_API_KEY", "not-a-shape-but-secret-123"),
@@ -29,27 +52,7 @@ fn text(bytes: Vec<u8>) -> String {
 #[test]
 fn well_known_key_shapes_are_hidden() {
     let r = Redactor::default();
-    for key in [
-        KEY,
-        "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx",
-        "sk_live_AbCdEfGhIjKlMnOpQrStUvWx",
-        "rk_test_AbCdEfGhIjKlMnOpQrStUvWx",
-        "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
-        "ghs_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
-        "github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyz0123456789",
-        "glpat-AbCdEfGhIjKlMnOpQrSt",
-        "xoxb-1234567890-abcdef",
-        "xapp-1-A0123456789-abc",
-        "AKIAIOSFODNN7EXAMPLE",
-        "ASIAIOSFODNN7EXAMPLE",
-        "AIzaSyA-1234567890abcdefghijklmnopqrstu",
-        "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567",
-        "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
-        "pypi-AgEIcHlwaS5vcmcCJGY0ZjQ4ZjYxLWQ5ZTgtNDk1Ny1hNjQ2LTU3YzgwZGY0ZjU1ZQ",
-        "SG.AbCdEfGhIjKlMnOpQrStUv.AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcde",
-        "ya29.a0AfH6SMBx-AbCdEfGhIjKlMnOp",
-        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.AbCdEfGhIjKlMnOp",
-    ] {
+    for key in SHAPED_KEYS {
         let line = format!("export X={key} # done");
         assert_eq!(r.redact(&line), "export X=[REDACTED] # done", "{key}");
     }
