@@ -520,7 +520,12 @@ fn curation_score_on_the_second_blind_log() {
             && score.current_kept.value() >= 0.95
             && score.superseded_left_current.0 <= 1
     };
-    scored_holding("blind2", (15, 30), holds, "worse than after its corrections");
+    scored_holding(
+        "blind2",
+        (15, 30),
+        holds,
+        "worse than after its corrections",
+    );
 }
 
 /// The third blind log was written after the rules were corrected with the second, by someone
@@ -534,5 +539,10 @@ fn curation_score_on_the_third_blind_log() {
             && score.current_kept.value() >= 0.9
             && score.superseded_left_current.0 <= 1
     };
-    scored_holding("blind3", (15, 30), holds, "worse than after its corrections");
+    scored_holding(
+        "blind3",
+        (15, 30),
+        holds,
+        "worse than after its corrections",
+    );
 }
