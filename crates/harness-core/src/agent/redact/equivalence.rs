@@ -179,7 +179,7 @@ with the previous release, and a secret that leaks once is leaked for good.
 ```rust
 fn main() -> anyhow::Result<()> {
     let redactor = Redactor::of_process_and([(\"EXTRA\", \"value\")]);
-    println!(\"{}\", redactor.redact(&std::fs::read_to_string(\"prompt.md\")?));
+    println!(\"{}\", redactor.redact(&read_to_string(\"prompt.md\")?));
     Ok(())
 }
 ```
