@@ -9,7 +9,9 @@
 //!   agent had forgotten (unless a validator checked for it: then it is the project's rule);
 //! - seen in `graduate_failure_missions` missions, counted in the cross-mission ledger
 //!   (`identity/ledger.json`), where each mission keeps its failure modes and lessons under its
-//!   mission id (a mission whose entries are another's, under a new id, is not another);
+//!   mission id (a mission whose entries are another's, under a new id, is not another); a
+//!   failure mode is seen again where another mission's says the same words in a row (its
+//!   effect, "the iteration hung until the timeout", in whatever tool's words around it);
 //!
 //! and only when it is general and has a wording that names nothing of one mission
 //! ([hygiene](super::hygiene)).
@@ -169,6 +171,8 @@ struct Recorded {
     texts: Vec<String>,
     /// Its mission's context (its project's name).
     context: usize,
+    /// Whether it is a failure mode (else a lesson).
+    failure: bool,
 }
 
 /// The ledger's items indexed by the words of each of their wordings: in which missions an
@@ -181,6 +185,9 @@ pub struct Recurrence {
     /// The item of each wording in the index, in its order.
     of_wording: Vec<usize>,
     recorded: Vec<Recorded>,
+    /// The failure modes among `recorded` by the phrases of their wordings (see
+    /// [`hygiene::phrases`]).
+    phrases: HashMap<String, Vec<usize>>,
     contexts: Vec<Context>,
     /// This mission, and what is specific in it.
     mission: String,
@@ -200,8 +207,11 @@ impl Recurrence {
         let mut contexts = Vec::new();
         for (id, entry) in &ledger.missions {
             contexts.push(Context::new(&entry.project, []));
-            for item in entry.failures.iter().chain(&entry.lessons) {
+            let failures = entry.failures.iter().map(|item| (item, true));
+            let lessons = entry.lessons.iter().map(|item| (item, false));
+            for (item, failure) in failures.chain(lessons) {
                 recorded.push(Recorded {
+                    failure,
                     mission: id.clone(),
                     id: item.id.clone(),
                     texts: std::iter::once(&item.text)
@@ -220,6 +230,12 @@ impl Recurrence {
                 words.push(analyse(text, &contexts[r.context]).words);
             }
         }
+        let mut phrases: HashMap<String, Vec<usize>> = HashMap::new();
+        for (number, r) in recorded.iter().enumerate().filter(|(_, r)| r.failure) {
+            for phrase in r.texts.iter().flat_map(|text| hygiene::phrases(text)) {
+                phrases.entry(phrase).or_default().push(number);
+            }
+        }
         let vocabulary = Vocabulary::new(words.iter().map(Vec::as_slice));
         let mut index = Index::weighted(threshold);
         for set in &words {
@@ -231,6 +247,7 @@ impl Recurrence {
             of_wording,
             others: recorded.iter().any(|r| r.mission != mission),
             recorded,
+            phrases,
             contexts,
             mission: mission.to_string(),
             context: context.clone(),
@@ -238,7 +255,8 @@ impl Recurrence {
     }
 
     /// The ledger's items of other missions like `item` (of this mission), but those with the
-    /// same first entry (the same mission under another id).
+    /// same first entry (the same mission under another id); for a failure mode, also the
+    /// failure modes that say the same words in a row.
     fn matches(&self, item: &Item) -> Vec<&Recorded> {
         if !self.others {
             return Vec::new();
@@ -253,6 +271,16 @@ impl Recurrence {
                     .into_iter()
                     .map(|wording| self.of_wording[wording]),
             );
+            // A failure mode is most often told by its effect, in the same words whatever
+            // command had it ("the iteration hung until the timeout", "no space left on
+            // device", "address already in use"), among words of each mission's own tools that
+            // keep the whole wordings apart: a failure mode of another mission that says the
+            // same words in a row is this one recurring.
+            if item.kind == Kind::Avoid {
+                for phrase in hygiene::phrases(text) {
+                    found.extend(self.phrases.get(&phrase).into_iter().flatten());
+                }
+            }
         }
         found
             .into_iter()
@@ -343,6 +371,8 @@ struct Known {
     lines: Index,
     /// How many lines it has taken into account.
     count: usize,
+    /// How many item ids each line names, by its number.
+    marked: HashMap<usize, usize>,
 }
 
 impl Known {
@@ -353,6 +383,7 @@ impl Known {
             ids: HashMap::new(),
             lines: Index::weighted(threshold),
             count: 0,
+            marked: HashMap::new(),
         };
         for whole in text.lines() {
             let shown = strip_comments(whole);
@@ -382,6 +413,7 @@ impl Known {
 
     /// Takes a line into account: the ids it names and its words, numbered.
     fn add(&mut self, ids: &[&str], numbered: Vec<u32>) {
+        self.marked.insert(self.count, ids.len());
         for id in ids {
             self.ids
                 .insert(id.to_string(), (self.count, numbered.clone()));
@@ -393,15 +425,20 @@ impl Known {
     /// Whether one line names items of two missions or more among `matched` (items of other
     /// missions like an item, with their mission): that line graduated knowledge already found
     /// alike across missions, and an item like it in each of them is that knowledge once more,
-    /// in whatever words (its wording need not be like the line's).
-    fn unites(&self, matched: &[(&str, &str)]) -> bool {
+    /// in whatever words (its wording need not be like the line's). For a failure mode
+    /// (`failure`), one item of such a line is enough: failure modes are matched by their
+    /// effect alone, and one alike the items of two missions may be alike only one of them in
+    /// its whole words.
+    fn unites(&self, matched: &[(&str, &str)], failure: bool) -> bool {
         let mut missions: HashMap<usize, BTreeSet<&str>> = HashMap::new();
         for (mission, id) in matched {
             if let Some((line, _)) = self.ids.get(*id) {
                 missions.entry(*line).or_default().insert(mission);
             }
         }
-        missions.values().any(|of_line| of_line.len() >= 2)
+        missions.iter().any(|(line, of_line)| {
+            of_line.len() >= 2 || (failure && self.marked.get(line).is_some_and(|ids| *ids >= 2))
+        })
     }
 }
 
@@ -472,7 +509,7 @@ pub fn graduate(
             vocabulary.weighted_ids(&analyse(&wording, context).words),
         ];
         if file.says(item, &recurrence.same_as(item), &numbered)
-            || file.unites(&recurrence.matched(item))
+            || file.unites(&recurrence.matched(item), item.kind == Kind::Avoid)
         {
             continue;
         }
@@ -822,6 +859,59 @@ mod tests {
         let (again, _) = graduated_in("m-3", &third, &ledger, Some(&file));
         assert_eq!(again, [], "{}", done[0].line);
         // Without the line, it would graduate.
+        let (alone, _) = graduated_in("m-3", &third, &ledger, None);
+        assert_eq!(alone.len(), 1, "{alone:?}");
+    }
+
+    #[test]
+    fn a_failure_told_by_its_effect_in_other_tools_words_recurs() {
+        let first = items_of(
+            "[2026-04-24T10:00:00Z] worker F-3 FAIL: knife bootstrap stopped at a yes or no \
+             question about the vault and the iteration hung until the timeout; pass --yes\n",
+        );
+        let second = items_of(
+            "[2026-05-02T10:00:00Z] worker F-7 FAIL: gradle publish wanted the signing password \
+             typed in and the iteration hung until the timeout\n",
+        );
+        let (done, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
+        assert_eq!(done, []);
+        // Few words in common but the effect, in the same words in a row.
+        let words = |items: &[Item]| items[0].words.clone();
+        assert!(similarity(&words(&first), &words(&second)) < 0.3);
+        let (done, _) = graduated_in("m-2", &second, &ledger, None);
+        assert_eq!(done.len(), 1, "{done:?}");
+        assert_eq!(done[0].rule, Rule::Failure);
+        // A lesson is not matched by a phrase alone.
+        let lesson = items_of(
+            "[2026-05-02T10:00:00Z] worker F-7 LESSON: gradle publish wanted the signing \
+             password typed in and the iteration hung until the timeout\n",
+        );
+        let (done, _) = graduated_in("m-2", &lesson, &ledger, None);
+        assert_eq!(done, []);
+    }
+
+    #[test]
+    fn a_failure_like_one_item_of_a_line_uniting_missions_is_that_line() {
+        let first = items_of(
+            "[2026-04-24T10:00:00Z] worker F-1 FAIL: the dev server of my previous iteration \
+             kept the port: address already in use; stop what you start\n",
+        );
+        let second = items_of(
+            "[2026-05-02T10:00:00Z] worker F-2 FAIL: the mock server an earlier iteration \
+             started was still running: address already in use; kill it by its pid\n",
+        );
+        // Like the second mission's item only (an earlier iteration, still running).
+        let third = items_of(
+            "[2026-06-02T10:00:00Z] worker F-4 FAIL: openocd from an earlier iteration was still \
+             running and held the probe over usb; flashing failed at once\n",
+        );
+        let (done, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
+        assert_eq!(done, []);
+        let (done, ledger) = graduated_in("m-2", &second, &ledger, None);
+        assert_eq!(done.len(), 1, "{done:?}");
+        let file = appended(Role::Worker, None, &[done[0].line.clone()]);
+        let (again, _) = graduated_in("m-3", &third, &ledger, Some(&file));
+        assert_eq!(again, [], "{}", done[0].line);
         let (alone, _) = graduated_in("m-3", &third, &ledger, None);
         assert_eq!(alone.len(), 1, "{alone:?}");
     }

@@ -147,7 +147,8 @@ pub const CONFIRM: f64 = 0.3;
 /// The wording in which an item may graduate, if one is general (see the module
 /// documentation): among its own wordings (`own`, this mission's) and those of the same
 /// knowledge in other missions (`others`), a general one that is said again as `needed` asks
-/// (by wordings at a similarity of [`CONFIRM`] or more): one of this mission's if one is, the
+/// (by wordings at a similarity of [`CONFIRM`] or more, or, for missions, by another mission's
+/// wording that says the same words in a row: see [`phrases`]): one of this mission's if one is, the
 /// one said again by the most sources, then most like them all, then the first. Values of one mission are replaced by
 /// placeholders only where the missions disagree on them.
 ///
@@ -176,8 +177,9 @@ pub fn general_wording(
     let mission = own.first().map_or("", |s| s.mission);
     let own_code: BTreeSet<String> = own.iter().flat_map(|s| code_atoms(s.text)).collect();
     let own_phrases: BTreeSet<String> = own.iter().flat_map(|s| phrases(s.text)).collect();
+    let said_phrases: Vec<BTreeSet<String>> = all.iter().map(|(s, _)| phrases(s.text)).collect();
     let mut best: Option<((bool, usize, f64), String)> = None;
-    for (said, analysis) in &all {
+    for ((said, analysis), said_phrases_of) in all.iter().zip(&said_phrases) {
         let text = match agent {
             Some(agent) => agent.to_string(),
             // Another mission's wording speaks for this mission's knowledge only when they name
@@ -195,11 +197,22 @@ pub fn general_wording(
                 None => continue,
             },
         };
+        // Across missions, the same words in a row (a failure's effect: "the iteration hung
+        // until the timeout", "no space left on device") say it again too, whatever tool each
+        // mission's wording names around them.
         let alike: Vec<(&Said, f64)> = all
             .iter()
-            .filter(|(other, _)| needed.counts(other, said.mission))
-            .map(|(other, a)| (other, similarity(&analysis.words, &a.words)))
-            .filter(|(_, score)| *score >= CONFIRM)
+            .zip(&said_phrases)
+            .filter(|((other, _), _)| needed.counts(other, said.mission))
+            .map(|((other, a), theirs)| {
+                let score = similarity(&analysis.words, &a.words);
+                let phrase = matches!(needed, Needed::Missions(_))
+                    && other.mission != said.mission
+                    && !theirs.is_disjoint(said_phrases_of);
+                (other, score, phrase)
+            })
+            .filter(|(_, score, phrase)| *score >= CONFIRM || *phrase)
+            .map(|(other, score, _)| (other, score))
             .collect();
         let saids: Vec<&Said> = alike.iter().map(|(s, _)| *s).collect();
         let (sources, enough) = needed.met(&saids);
