@@ -729,6 +729,16 @@ fn crash_inject(mode: Mode) {
                 }
                 std::thread::sleep(Duration::from_millis(rng.between(5, 220)));
                 let mut target = Target::pick(&mut rng);
+                // In the last third, a kind never killed yet is picked first: a short-lived
+                // agent may be missed by every random pick on a loaded machine.
+                if total(&kills) * 3 >= kills_wanted * 2 {
+                    if let Some((missing, _)) = Target::WEIGHTED
+                        .iter()
+                        .find(|(t, _)| kills.get(t).copied().unwrap_or(0) == 0)
+                    {
+                        target = *missing;
+                    }
+                }
                 // The live `./run.sh all`, if it has not ended meanwhile.
                 let mut live_driver = || {
                     let child = driver.as_mut()?;
