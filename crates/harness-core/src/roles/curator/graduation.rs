@@ -849,17 +849,22 @@ mod tests {
             "[2026-06-02T10:00:00Z] worker F-4 FAIL: the run outputs went into the first commit \
              with their logs; removed them, listed in .gitignore, look at git status first\n",
         );
-        let (done, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
-        assert_eq!(done, []);
-        let (done, ledger) = graduated_in("m-2", &second, &ledger, None);
-        assert_eq!(done.len(), 1, "{done:?}");
-        let file = appended(Role::Worker, None, &[done[0].line.clone()]);
         // The third mission's item is like the items of both missions the line names: that
         // knowledge, seen once more, though its words are not the line's.
-        let (again, _) = graduated_in("m-3", &third, &ledger, Some(&file));
+        third_is_the_lines_knowledge(&first, &second, &third);
+    }
+
+    /// The items of two missions graduate one line; the third mission's `third` is then that
+    /// line's knowledge (nothing graduates with the line there), and would graduate without it.
+    fn third_is_the_lines_knowledge(first: &[Item], second: &[Item], third: &[Item]) {
+        let (done, ledger) = graduated_in("m-1", first, &Ledger::default(), None);
+        assert_eq!(done, []);
+        let (done, ledger) = graduated_in("m-2", second, &ledger, None);
+        assert_eq!(done.len(), 1, "{done:?}");
+        let file = appended(Role::Worker, None, &[done[0].line.clone()]);
+        let (again, _) = graduated_in("m-3", third, &ledger, Some(&file));
         assert_eq!(again, [], "{}", done[0].line);
-        // Without the line, it would graduate.
-        let (alone, _) = graduated_in("m-3", &third, &ledger, None);
+        let (alone, _) = graduated_in("m-3", third, &ledger, None);
         assert_eq!(alone.len(), 1, "{alone:?}");
     }
 
@@ -905,15 +910,7 @@ mod tests {
             "[2026-06-02T10:00:00Z] worker F-4 FAIL: openocd from an earlier iteration was still \
              running and held the probe over usb; flashing failed at once\n",
         );
-        let (done, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
-        assert_eq!(done, []);
-        let (done, ledger) = graduated_in("m-2", &second, &ledger, None);
-        assert_eq!(done.len(), 1, "{done:?}");
-        let file = appended(Role::Worker, None, &[done[0].line.clone()]);
-        let (again, _) = graduated_in("m-3", &third, &ledger, Some(&file));
-        assert_eq!(again, [], "{}", done[0].line);
-        let (alone, _) = graduated_in("m-3", &third, &ledger, None);
-        assert_eq!(alone.len(), 1, "{alone:?}");
+        third_is_the_lines_knowledge(&first, &second, &third);
     }
 
     #[test]
