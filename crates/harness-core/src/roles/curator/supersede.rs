@@ -508,6 +508,11 @@ fn named(text: &str, context: &Context) -> BTreeSet<String> {
     let mut named = BTreeSet::new();
     for phrase in ["instead of ", "no more "] {
         for (at, _) in lowered.match_indices(phrase) {
+            // At a word's start only, as the change words are found: "piano more" says no
+            // "no more".
+            if lowered[..at].ends_with(char::is_alphanumeric) {
+                continue;
+            }
             let after = &lowered[at + phrase.len()..];
             let clause = after
                 .split([';', ':', '—', ',', '(', '.'])
@@ -688,6 +693,13 @@ pub(super) fn naive(items: &[Item], supersede: f64, context: &Context) -> Vec<Op
 mod tests {
     use super::super::{items, log};
     use super::*;
+
+    #[test]
+    fn what_a_change_replaces_is_named_after_whole_words_only() {
+        let context = Context::default();
+        assert!(named("the mailer is Postmark, no more SMTP", &context).contains("smtp"));
+        assert!(named("a piano more often than not plays", &context).is_empty());
+    }
 
     fn grouped(text: &str) -> Vec<Item> {
         let lines = log::read(text.as_bytes(), &[]).raw;
