@@ -301,22 +301,6 @@ impl Recurrence {
         found.into_iter().map(str::to_string).collect()
     }
 
-    /// The ids of the items of other missions that say what `item` says.
-    fn same_as(&self, item: &Item) -> Vec<&str> {
-        self.matches(item)
-            .into_iter()
-            .map(|r| r.id.as_str())
-            .collect()
-    }
-
-    /// The items of other missions that say what `item` says: their mission and id.
-    fn matched(&self, item: &Item) -> Vec<(&str, &str)> {
-        self.matches(item)
-            .into_iter()
-            .map(|r| (r.mission.as_str(), r.id.as_str()))
-            .collect()
-    }
-
     /// The other missions' wordings of `item`.
     fn others(&self, item: &Item) -> Vec<Said<'_>> {
         self.matches(item)
@@ -369,10 +353,8 @@ pub type Identities = Vec<(Role, Option<String>)>;
 struct Known {
     ids: HashMap<String, (usize, Vec<u32>)>,
     lines: Index,
-    /// How many lines it has taken into account.
-    count: usize,
-    /// How many item ids each line names, by its number.
-    marked: HashMap<usize, usize>,
+    /// How many item ids each line names, by its number (so also how many lines there are).
+    marked: Vec<usize>,
 }
 
 impl Known {
@@ -382,8 +364,7 @@ impl Known {
         let mut known = Self {
             ids: HashMap::new(),
             lines: Index::weighted(threshold),
-            count: 0,
-            marked: HashMap::new(),
+            marked: Vec::new(),
         };
         for whole in text.lines() {
             let shown = strip_comments(whole);
@@ -413,13 +394,12 @@ impl Known {
 
     /// Takes a line into account: the ids it names and its words, numbered.
     fn add(&mut self, ids: &[&str], numbered: Vec<u32>) {
-        self.marked.insert(self.count, ids.len());
+        let line = self.marked.len();
+        self.marked.push(ids.len());
         for id in ids {
-            self.ids
-                .insert(id.to_string(), (self.count, numbered.clone()));
+            self.ids.insert(id.to_string(), (line, numbered.clone()));
         }
         self.lines.insert(numbered);
-        self.count += 1;
     }
 
     /// Whether one line names items of two missions or more among `matched` (items of other
@@ -429,16 +409,16 @@ impl Known {
     /// (`failure`), one item of such a line is enough: failure modes are matched by their
     /// effect alone, and one alike the items of two missions may be alike only one of them in
     /// its whole words.
-    fn unites(&self, matched: &[(&str, &str)], failure: bool) -> bool {
+    fn unites(&self, matched: &[&Recorded], failure: bool) -> bool {
         let mut missions: HashMap<usize, BTreeSet<&str>> = HashMap::new();
-        for (mission, id) in matched {
-            if let Some((line, _)) = self.ids.get(*id) {
-                missions.entry(*line).or_default().insert(mission);
+        for r in matched {
+            if let Some((line, _)) = self.ids.get(&r.id) {
+                missions.entry(*line).or_default().insert(&r.mission);
             }
         }
-        missions.iter().any(|(line, of_line)| {
-            of_line.len() >= 2 || (failure && self.marked.get(line).is_some_and(|ids| *ids >= 2))
-        })
+        missions
+            .iter()
+            .any(|(line, of_line)| of_line.len() >= 2 || (failure && self.marked[*line] >= 2))
     }
 }
 
@@ -508,14 +488,13 @@ pub fn graduate(
             vocabulary.weighted_ids(&item.words),
             vocabulary.weighted_ids(&analyse(&wording, context).words),
         ];
-        if file.says(item, &recurrence.same_as(item), &numbered)
-            || file.unites(&recurrence.matched(item), item.kind == Kind::Avoid)
-        {
+        let matched = recurrence.matches(item);
+        let mut same: Vec<&str> = matched.iter().map(|r| r.id.as_str()).collect();
+        if file.says(item, &same, &numbered) || file.unites(&matched, item.kind == Kind::Avoid) {
             continue;
         }
         // The line names the items of other missions that say the same too: a later mission
         // that matches any of them knows it graduated.
-        let mut same: Vec<&str> = recurrence.same_as(item);
         same.sort_unstable();
         same.dedup();
         same.retain(|id| *id != item.id);
