@@ -176,8 +176,9 @@ pub fn general_wording(
     };
     let mission = own.first().map_or("", |s| s.mission);
     let own_code: BTreeSet<String> = own.iter().flat_map(|s| code_atoms(s.text)).collect();
-    let own_phrases: BTreeSet<String> = own.iter().flat_map(|s| phrases(s.text)).collect();
     let said_phrases: Vec<BTreeSet<String>> = all.iter().map(|(s, _)| phrases(s.text)).collect();
+    // `all` begins with `own`.
+    let own_phrases: BTreeSet<&String> = said_phrases[..own.len()].iter().flatten().collect();
     let mut best: Option<((bool, usize, f64), String)> = None;
     for ((said, analysis), said_phrases_of) in all.iter().zip(&said_phrases) {
         let text = match agent {
@@ -187,7 +188,9 @@ pub fn general_wording(
             // error's text), not merely words of the same subject.
             None if said.mission != mission
                 && code_atoms(said.text).is_disjoint(&own_code)
-                && phrases(said.text).is_disjoint(&own_phrases) =>
+                && !said_phrases_of
+                    .iter()
+                    .any(|phrase| own_phrases.contains(phrase)) =>
             {
                 continue
             }
