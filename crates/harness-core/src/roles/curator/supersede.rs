@@ -416,10 +416,7 @@ fn topical(words: &[String]) -> Vec<String> {
 /// last before any preposition (`db`). Two subjects that share only a modifier are two
 /// subjects: "tide curves are drawn with Swift Charts", "tide alerts are local notifications".
 fn subject(text: &str, context: &Context) -> (BTreeSet<String>, Option<String>) {
-    let clause = text
-        .split([';', ':', '—', ',', '(', '='])
-        .next()
-        .unwrap_or("");
+    let clause = first_clause(text);
     let lowered = clause.to_lowercase();
     // A possessor is not what is decided about: "a hike's distance" is about the distance.
     let words: Vec<&str> = lowered
@@ -466,6 +463,14 @@ fn subject(text: &str, context: &Context) -> (BTreeSet<String>, Option<String>) 
     }
 }
 
+/// A decision's first clause, where its subject and what is done to it are said: up to the first
+/// `;`, `:`, `—`, `,`, `(` or `=`.
+fn first_clause(text: &str) -> &str {
+    text.split([';', ':', '—', ',', '(', '='])
+        .next()
+        .unwrap_or("")
+}
+
 /// Prepositions: what follows the first of them in a subject does not hold its head.
 const PREPOSITIONS: &[&str] = &[
     "at", "by", "for", "from", "in", "of", "on", "per", "to", "with",
@@ -482,11 +487,7 @@ const PARTICIPLES: &[&str] = &[
 /// re-encoded as WebP` → `encod`), if there is one: what the decision says is done to its
 /// subject. A regular past participle (`-ed`) or a common irregular one.
 fn action(text: &str, context: &Context) -> Option<String> {
-    let clause = text
-        .split([';', ':', '—', ',', '(', '='])
-        .next()
-        .unwrap_or("");
-    let lowered = clause.to_lowercase();
+    let lowered = first_clause(text).to_lowercase();
     let words: Vec<&str> = lowered.split_whitespace().collect();
     let copula = words.iter().position(|w| COPULAS.contains(w))?;
     let next = words[copula + 1..]
