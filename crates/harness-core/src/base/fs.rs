@@ -738,10 +738,12 @@ fn opened<'d>(
                 Some(parent) => found(parent.subdir(name))?,
                 None => None,
             },
-            _ => found(Dir::open_dir(path))?.map(|mut dir| {
-                dir.confined |= is_root(path);
+            // The state directory: the one held open (see `Dir::root`), its contents confined.
+            _ if is_root(path) => found(Dir::root(path, false))?.map(|mut dir| {
+                dir.confined = true;
                 dir
             }),
+            _ => found(Dir::open_dir(path))?,
         };
         dirs.insert(path.to_path_buf(), dir);
     }
