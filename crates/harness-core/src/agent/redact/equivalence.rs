@@ -237,6 +237,17 @@ fn ns_per_byte(sample: &[u8], runs: usize, mut redact: impl FnMut(&[u8]) -> usiz
     times[times.len() / 2]
 }
 
+/// How many bytes `redactor` delivers of `bytes` read `read` at a time.
+fn streamed(redactor: &Redactor, bytes: &[u8], read: usize) -> usize {
+    let mut stream = RedactingStream::new(redactor);
+    let mut n = 0;
+    for piece in bytes.chunks(read) {
+        stream.push(piece, |clean| n += clean.len());
+    }
+    stream.finish(|clean| n += clean.len());
+    n
+}
+
 /// `cargo test --release -p harness-core redaction_timing -- --ignored --nocapture`
 #[test]
 #[ignore = "a timing to read, not a test"]
@@ -251,26 +262,10 @@ fn redaction_timing() {
     ] {
         let runs = if sample.len() > 10_000 { 200 } else { 1000 };
         let mut rounds: Vec<(f64, f64)> = Vec::new();
-        // Old and new in turn, so that both see the same machine.
+        // Unfiltered and filtered in turn, so that both see the same machine.
         for _ in 0..5 {
-            let before = ns_per_byte(sample, runs, |bytes| {
-                let mut stream = RedactingStream::new(&all);
-                let mut n = 0;
-                for piece in bytes.chunks(read) {
-                    stream.push(piece, |clean| n += clean.len());
-                }
-                stream.finish(|clean| n += clean.len());
-                n
-            });
-            let after = ns_per_byte(sample, runs, |bytes| {
-                let mut stream = RedactingStream::new(&new);
-                let mut n = 0;
-                for piece in bytes.chunks(read) {
-                    stream.push(piece, |clean| n += clean.len());
-                }
-                stream.finish(|clean| n += clean.len());
-                n
-            });
+            let before = ns_per_byte(sample, runs, |bytes| streamed(&all, bytes, read));
+            let after = ns_per_byte(sample, runs, |bytes| streamed(&new, bytes, read));
             rounds.push((before, after));
         }
         let mut before: Vec<f64> = rounds.iter().map(|r| r.0).collect();
