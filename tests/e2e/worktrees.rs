@@ -326,6 +326,15 @@ fn a_kill_at_each_step_of_committing_the_leftover_work_is_repaired() {
                 when: "true",
             },
         ),
+        // The commit made, the feature's branch not yet moved to it (its ref locked).
+        (
+            "inside the commit, before the branch moved",
+            true,
+            Kill::Hook {
+                name: "reference-transaction",
+                when: r#"[ "$1" = prepared ] && grep ' refs/heads/harness/F-001$' | grep -qv '^0\{40\} '"#,
+            },
+        ),
         ("after the commit", true, git_kill("commit ", RUN_IT)),
     ]);
 }
@@ -391,6 +400,15 @@ fn a_kill_at_each_step_of_removing_the_worktree_is_repaired() {
             "before the branch's deletion",
             true,
             git_kill("branch -", ""),
+        ),
+        // The branch's ref locked, not yet deleted.
+        (
+            "inside the branch's deletion",
+            true,
+            Kill::Hook {
+                name: "reference-transaction",
+                when: r#"[ "$1" = prepared ] && grep -q ' 0\{40\} refs/heads/harness/F-001$'"#,
+            },
         ),
         (
             "after the branch's deletion",

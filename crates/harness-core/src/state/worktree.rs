@@ -237,6 +237,8 @@ pub fn remove(worktree: &Worktree, state: &StateDir) -> anyhow::Result<()> {
     worktrees::remove(main, &worktree.path)?;
     if let Some(now) = git::commit_of(main, &format!("refs/heads/{}", worktree.branch)) {
         if git::is_ancestor(main, &now, &worktree.base_branch) {
+            // A git killed while deleting it leaves the ref locked.
+            git::merge::clear_stale_locks(main, &[&worktree.branch])?;
             git::run(main, &["branch", "-D", &worktree.branch])?;
         }
     }

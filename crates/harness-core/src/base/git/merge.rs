@@ -56,8 +56,8 @@ pub fn merge_no_ff(
 
 /// Removes the lock files a killed git left for the working tree `main`: those of its git
 /// directory (its index, HEAD…; for the main tree also packed-refs…) and of the refs of
-/// `branches`.
-fn clear_stale_locks(main: &Path, branches: &[&str]) -> anyhow::Result<()> {
+/// `branches`. The caller serialises git operations on `main`.
+pub fn clear_stale_locks(main: &Path, branches: &[&str]) -> anyhow::Result<()> {
     let common = common_dir(main)?;
     let mut locks = stale::locks_in(&git_dir(main)?);
     locks.extend(branches.iter().map(|branch| ref_lock(&common, branch)));
