@@ -68,7 +68,8 @@ enum Kill<'a> {
     /// The git stand-in, at the first git command whose arguments contain ` {on}`: `action` is
     /// shell run first (`"$REAL_GIT" "$@"` runs the command itself; `""` kills before it).
     Git { on: &'a str, action: &'a str },
-    /// A git hook of that name, with this shell condition for killing (on its first match).
+    /// A git hook of that name, with this shell condition for killing (on its first match);
+    /// `$ROOT` is the directory beside the project.
     Hook { name: &'a str, when: &'a str },
     /// The agent of the first iteration, once it has written its work.
     Agent,
@@ -123,7 +124,8 @@ exec "$REAL_GIT" "$@"
             let hooks = project.workdir.join(".git/hooks");
             std::fs::create_dir_all(&hooks).unwrap();
             let script = format!(
-                "#!/bin/sh\nif [ ! -e {marker:?} ] && {{ {when}; }}; then : > {marker:?}; kill -KILL 0; sleep 5; fi\nexit 0\n"
+                "#!/bin/sh\nROOT={root:?}\nif [ ! -e {marker:?} ] && {{ {when}; }}; then : > {marker:?}; kill -KILL 0; sleep 5; fi\nexit 0\n",
+                root = project.root().display().to_string(),
             );
             let path = hooks.join(name);
             std::fs::write(&path, script).unwrap();
@@ -326,13 +328,14 @@ fn a_kill_at_each_step_of_committing_the_leftover_work_is_repaired() {
                 when: "true",
             },
         ),
-        // The commit made, the feature's branch not yet moved to it (its ref locked).
+        // The commit made, the feature's branch not yet moved to it (its ref locked): once the
+        // validator ran, the one update of the branch is the harness's commit.
         (
             "inside the commit, before the branch moved",
             true,
             Kill::Hook {
                 name: "reference-transaction",
-                when: r#"[ "$1" = prepared ] && grep ' refs/heads/harness/F-001$' | grep -qv '^0\{40\} '"#,
+                when: r#"[ "$1" = prepared ] && grep -q '^validator' "$ROOT/agent-calls" && grep -q ' refs/heads/harness/F-001$'"#,
             },
         ),
         ("after the commit", true, git_kill("commit ", RUN_IT)),

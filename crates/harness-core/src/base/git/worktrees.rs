@@ -125,6 +125,13 @@ pub fn ensure(main: &Path, path: &Path, branch: &str, start: &str) -> anyhow::Re
         std::fs::remove_file(&salvage)
             .with_context(|| format!("cannot remove {}", salvage.display()))?;
     }
+    // A git killed while moving the branch (a commit in the worktree, its making) left its ref
+    // locked; git working in the main tree or in this worktree may hold it.
+    let others: Vec<PathBuf> = checkouts(&all)
+        .into_iter()
+        .filter(|other| *other != target)
+        .collect();
+    stale::remove_stale(&[ref_lock(&common, branch)], main, &others);
     let found = if sound {
         Found::Sound
     } else {
@@ -133,7 +140,6 @@ pub fn ensure(main: &Path, path: &Path, branch: &str, start: &str) -> anyhow::Re
         for registration in &ours {
             remove_admin(&registration.admin)?;
         }
-        stale::remove_stale(&[ref_lock(&common, branch)], main, &checkouts(&all));
         add(main, path, branch, start, salvage.exists())?;
         if ours.is_empty() && !had_work && !salvage.exists() {
             Found::Made
@@ -265,7 +271,7 @@ pub fn ref_lock(common: &Path, branch: &str) -> PathBuf {
 
 /// Removes the lock files a killed git left in the worktree at `path` (its admin directory's
 /// `index.lock`, `HEAD.lock`…) when no live git process may hold them.
-pub fn clear_stale_locks(path: &Path) {
+fn clear_stale_locks(path: &Path) {
     if let Some(admin) = admin_named_by(path) {
         // A worktree has no worktree nested in it.
         stale::remove_stale(&stale::locks_in(&admin), path, &[]);
