@@ -373,6 +373,12 @@ fn a_kill_at_each_step_of_the_merge_is_repaired() {
                 r#""$REAL_GIT" "$@" --no-commit; : > "$DIR/.git/index.lock""#,
             ),
         ),
+        // git killed between creating the file the merge adds and writing it.
+        (
+            "inside the merge, a file it adds created empty",
+            false,
+            git_kill("merge ", r#": > "$DIR/F-001.txt""#),
+        ),
         ("after the merge", false, git_kill("merge ", RUN_IT)),
     ]);
 }

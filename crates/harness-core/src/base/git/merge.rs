@@ -3,8 +3,9 @@
 //! earlier try. A kill can leave lock files (removed when
 //! no live git holds them), a merge stopped with MERGE_HEAD (aborted when it is this branch's),
 //! or — killed after git updated the index and files but before it moved the branch — the merge's
-//! result in the index and the tree with nothing saying so; that one is recognised (every change
-//! in the tree is one the merge makes, with the merge's content) and undone before merging again.
+//! result in the index and the tree with nothing saying so, or killed while writing a file, that
+//! file gone or torn; that one is recognised (every change in the tree is one the merge makes,
+//! with the merge's content or a start of it) and undone before merging again.
 //! Any other change in the tree is the user's, and is never touched: the merge is refused.
 
 use std::collections::BTreeMap;
@@ -13,7 +14,7 @@ use std::path::Path;
 use anyhow::Context;
 
 use super::worktrees::{checkouts, ref_lock, registrations};
-use super::{common_dir, git, git_dir, is_ancestor, run, run_untrimmed, stale};
+use super::{common_dir, git, git_bytes, git_dir, is_ancestor, run, run_untrimmed, stale};
 
 /// How a merge went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,8 +160,8 @@ fn one_line(text: &str) -> String {
 }
 
 /// If every change in the main tree (index, files, untracked files) is one that merging `branch`
-/// into HEAD makes, with that merge's content — what a merge killed after updating the tree and
-/// before committing leaves — undoes it and returns true. Changes of any other kind are the
+/// into HEAD makes, with that merge's content or a torn write of it — what a merge killed after
+/// or while updating the tree, before committing, leaves — undoes it and returns true. Changes of any other kind are the
 /// user's: nothing is touched and false is returned. Needs `git merge-tree --write-tree` (git
 /// 2.38); without it, nothing is recognised.
 fn undo_interrupted_merge(main: &Path, branch: &str) -> anyhow::Result<bool> {
@@ -193,9 +194,15 @@ fn undo_interrupted_merge(main: &Path, branch: &str) -> anyhow::Result<bool> {
     let on_disk = file_blobs(main, &paths)?;
     let either =
         |found: Option<&String>, path: &str| found == before.get(path) || found == after.get(path);
+    let written = |path: &str| {
+        either(on_disk.get(path), path)
+            || after
+                .get(path)
+                .is_some_and(|blob| torn_write_of(main, path, blob))
+    };
     let ours = paths
         .iter()
-        .all(|path| either(staged.get(*path), path) && either(on_disk.get(*path), path));
+        .all(|path| either(staged.get(*path), path) && written(path));
     if !ours {
         return Ok(false);
     }
@@ -207,6 +214,25 @@ fn undo_interrupted_merge(main: &Path, branch: &str) -> anyhow::Result<bool> {
         }
     }
     Ok(true)
+}
+
+/// Whether the file at `path` is what git leaves when killed while writing the blob `blob`
+/// there: no file (git removes the old one first), or a strict start of the blob's content.
+fn torn_write_of(main: &Path, path: &str, blob: &str) -> bool {
+    let file = main.join(path);
+    let Ok(meta) = file.symlink_metadata() else {
+        return true;
+    };
+    if !meta.is_file() {
+        return false;
+    }
+    let (Ok(start), Some((true, content))) = (
+        std::fs::read(&file),
+        git_bytes(main, &["cat-file", "blob", blob]),
+    ) else {
+        return false;
+    };
+    start.len() < content.len() && content.starts_with(&start)
 }
 
 /// Every path `git status` reports changed in the main tree (renames as both paths), and
@@ -345,6 +371,42 @@ mod tests {
         );
         assert!(is_ancestor(&main, &tip, "main"));
         assert_eq!(run(&main, &["status", "--porcelain"]).unwrap(), "");
+    }
+
+    /// Regression (the parallel crash test, seed 1795839674784437851): git killed while it wrote
+    /// a file the merge adds leaves it untracked and torn — empty, or the start of its content —
+    /// and the merge was refused for ever ("untracked working tree files would be overwritten").
+    #[test]
+    fn a_merge_killed_inside_writing_a_file_is_undone_and_made_again() {
+        for (torn_b, torn_a) in [("", None), ("", Some("a, ch")), ("b", None)] {
+            let (_dir, main, tip) = repository();
+            std::fs::write(main.join("b.txt"), torn_b).unwrap();
+            match torn_a {
+                // git unlinks a file it changes before it writes it again.
+                Some(start) => std::fs::write(main.join("a.txt"), start).unwrap(),
+                None => std::fs::remove_file(main.join("a.txt")).unwrap(),
+            }
+            assert_eq!(
+                merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap(),
+                Merge::Merged,
+                "b.txt {torn_b:?}, a.txt {torn_a:?}"
+            );
+            assert_eq!(std::fs::read_to_string(main.join("b.txt")).unwrap(), "b\n");
+            assert_eq!(run(&main, &["status", "--porcelain"]).unwrap(), "");
+        }
+    }
+
+    /// What a torn write cannot have made is the user's: a file longer than the merge's, or not
+    /// its start.
+    #[test]
+    fn an_untracked_file_that_is_not_the_start_of_the_merges_is_the_users() {
+        for mine in ["c\n", "b\nmore\n"] {
+            let (_dir, main, tip) = repository();
+            std::fs::write(main.join("b.txt"), mine).unwrap();
+            let refused = merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap();
+            assert!(matches!(refused, Merge::Refused(_)), "{refused:?}");
+            assert_eq!(std::fs::read_to_string(main.join("b.txt")).unwrap(), mine);
+        }
     }
 
     #[test]
