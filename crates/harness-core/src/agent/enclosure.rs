@@ -5,20 +5,18 @@
 //! ```ignore
 //! let enclosure = Enclosure::new(config.sandbox_for(role), agent.preset, places)?; // once a role
 //! let (mut command, containment) = enclosure.command(&argv, workdir, &env);
-//! command.stdout(…);                       // stdin/stdout/stderr are the caller's to set
+//! command.output(…);                       // stdin/stdout/stderr are the caller's to set
 //! let status = command.spawn()?.wait()?;
 //! drop(containment);                       // ends whatever it left running
 //! ```
 //! [`super::run`] does this for an agent, with its supervisor.
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use super::contain::{cgroup, Containment};
 use super::sandbox::{Places, Sandbox};
+use super::spawn::Command;
 use crate::base::error::InputError;
-use crate::base::signals;
 use crate::spec::config::SandboxConfig;
 use crate::spec::presets::Preset;
 
@@ -83,29 +81,17 @@ impl Enclosure {
             Some(sandbox) => sandbox.wrap(argv, workdir, &[(name, tag)]),
             None => argv.to_vec(),
         };
-        let mut command = Command::new(&argv[0]);
-        command
-            .args(&argv[1..])
-            .current_dir(workdir)
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .process_group(0);
+        // Its own process group, SIGKILL when the harness dies, signals reset, the cgroup
+        // joined: all done by the spawner in the child (see `super::spawn`).
+        let mut command = Command::new(&argv, workdir);
+        for (key, value) in env {
+            command.env(key, value);
+        }
         if self.sandbox.is_none() {
             command.env(name, tag);
         }
-        let cgroup_fd = containment.cgroup().map(cgroup::Cgroup::procs_fd);
-        // SAFETY: the closure makes only async-signal-safe calls (sigprocmask, prctl, write).
-        unsafe {
-            command.pre_exec(move || {
-                signals::reset_in_child();
-                // If the harness dies (kill -9), the agent is not left working unsupervised.
-                #[cfg(target_os = "linux")]
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                if let Some(fd) = cgroup_fd {
-                    // Without it the tag still holds what the agent starts.
-                    let _ = cgroup::join_in_child(fd);
-                }
-                Ok(())
-            });
+        if let Some(cgroup) = containment.cgroup() {
+            command.cgroup(cgroup::Cgroup::procs_fd(cgroup));
         }
         (command, containment)
     }

@@ -8,7 +8,6 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -31,6 +30,7 @@ pub mod format;
 pub mod progress;
 pub mod redact;
 pub mod sandbox;
+pub mod spawn;
 pub mod transcript;
 
 use contain::Containment;
@@ -592,31 +592,29 @@ pub fn run(invocation: &Invocation) -> io::Result<AgentRun> {
 
 /// Starts the agent enclosed, its stdout and stderr on one pipe, its prompt delivered as
 /// configured (on stdin: written by the caller); returns it, the pipe's end and what contains it.
-fn spawn(
-    invocation: &Invocation,
-) -> io::Result<(std::process::Child, io::PipeReader, Containment)> {
+fn spawn(invocation: &Invocation) -> io::Result<(spawn::Child, io::PipeReader, Containment)> {
     let (pipe_reader, pipe_writer) = io::pipe()?;
 
     let (mut command, containment) =
         invocation
             .enclosure
             .command(invocation.argv, invocation.workdir, invocation.env);
-    command.stdout(pipe_writer.try_clone()?).stderr(pipe_writer);
+    command.output(pipe_writer);
     match invocation.prompt_via {
         PromptVia::Stdin => {
-            command.stdin(Stdio::piped());
+            command.stdin(spawn::Stdin::Piped);
         }
         PromptVia::Arg => {
-            command.arg(invocation.prompt).stdin(Stdio::null());
+            command.arg(invocation.prompt).stdin(spawn::Stdin::Null);
         }
         PromptVia::File => {
             command
                 .env("HARNESS_PROMPT_FILE", invocation.prompt_file)
-                .stdin(Stdio::null());
+                .stdin(spawn::Stdin::Null);
         }
     }
     let child = command.spawn()?;
-    // Our copies of the pipe's write end must go, or the reader would never see the end.
+    // Our copy of the pipe's write end must go, or the reader would never see the end.
     drop(command);
     Ok((child, pipe_reader, containment))
 }

@@ -101,15 +101,17 @@ pub fn sleep(duration: std::time::Duration) -> Option<i32> {
     result
 }
 
-/// In a freshly forked child, before exec: unblock the signals again, so the agent can be
-/// stopped with SIGTERM, and give SIGXFSZ its default action back (see
-/// [`fail_writes_past_the_size_limit`]). Only async-signal-safe calls.
+/// In a child before exec: no signal blocked, so the agent can be stopped with SIGTERM, and
+/// SIGXFSZ (see [`fail_writes_past_the_size_limit`]) and SIGPIPE (which Rust's runtime ignores)
+/// back to their default actions, as programs expect to start. Only async-signal-safe calls.
 pub fn reset_in_child() {
-    let set = signal_set();
-    // SAFETY: sigprocmask and signal are async-signal-safe and the set is valid.
+    // SAFETY: sigemptyset, sigprocmask and signal are async-signal-safe; the set is ours.
     unsafe {
-        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
         libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
