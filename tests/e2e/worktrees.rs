@@ -92,7 +92,7 @@ fn arm(project: &Project, kill: &Kill) -> Vec<(String, String)> {
 # The real git, except at the first call whose arguments contain `{on}`: the action, then SIGKILL
 # to the whole process group (run.sh, its children, this git). DIR is the directory of `-C`.
 REAL_GIT={real:?}
-[ "$1" = -C ] && DIR=$2
+prev=; for arg in "$@"; do [ "$prev" = -C ] && DIR=$arg; prev=$arg; done
 if [ ! -e {marker:?} ]; then
   case " $* " in
     *" {on}"*)
@@ -728,4 +728,47 @@ esac
         "{}",
         text(&out.stdout)
     );
+}
+
+/// The harness's own commits and merges start no `git maintenance run --auto` (nor, with an
+/// older git, `gc --auto`): git detaches it, so it would run on after the run, outside
+/// everything the harness ends.
+#[test]
+fn the_harness_commits_and_merges_without_background_maintenance() {
+    let project = project(true);
+    let bin = project.root().join("logging-git");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = project.root().join("git-calls");
+    let script = format!(
+        "#!/bin/sh\necho \"$*\" >> {log:?}\nexec {real:?} \"$@\"\n",
+        log = log.display().to_string(),
+        real = real_git(),
+    );
+    let path = bin.join("git");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let env = vec![
+        (
+            "PATH".to_string(),
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        ),
+        ("GIT_EXEC_PATH".to_string(), bin.display().to_string()),
+    ];
+    let out = run_all(&project, &env);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        calls.lines().any(|call| call.contains(" commit "))
+            && calls.lines().any(|call| call.contains(" merge ")),
+        "the harness's commit and merge went through the logging git:\n{calls}"
+    );
+    let background: Vec<&str> = calls
+        .lines()
+        .filter(|call| call.contains("maintenance run") || call.contains("gc --auto"))
+        .collect();
+    assert!(background.is_empty(), "{background:#?}");
 }

@@ -31,10 +31,20 @@ fn git(workdir: &Path, args: &[&str]) -> Option<(bool, String)> {
     Some((ok, String::from_utf8_lossy(&stdout).trim().to_string()))
 }
 
+/// `git -C workdir`, as the harness runs it: without the maintenance git starts after a commit
+/// or a merge (`git maintenance run --auto --detach`, or `gc --auto` before git 2.29), which it
+/// detaches, so that it would go on running after the harness, outside all it ends; the
+/// user's own git commands still maintain the repository.
+pub fn command(workdir: &Path) -> Command {
+    let mut command = Command::new("git");
+    command
+        .args(["-c", "maintenance.auto=false", "-c", "gc.auto=0", "-C"])
+        .arg(workdir);
+    command
+}
+
 fn git_bytes(workdir: &Path, args: &[&str]) -> Option<(bool, Vec<u8>)> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(workdir)
+    let output = command(workdir)
         .args(args)
         .stdin(Stdio::null())
         .stderr(Stdio::null())
@@ -50,9 +60,7 @@ pub fn run(workdir: &Path, args: &[&str]) -> anyhow::Result<String> {
 
 /// [`run`], its stdout as it is (where leading spaces mean something).
 pub fn run_untrimmed(workdir: &Path, args: &[&str]) -> anyhow::Result<String> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(workdir)
+    let output = command(workdir)
         .args(args)
         .stdin(Stdio::null())
         .output()

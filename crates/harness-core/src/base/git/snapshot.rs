@@ -6,7 +6,7 @@
 //! tell what changed.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context;
@@ -75,10 +75,8 @@ impl PrivateIndex {
 
     /// Runs git in `workdir` on this index; its trimmed stdout.
     fn git(&self, workdir: &Path, args: &[&str]) -> anyhow::Result<String> {
-        let output = Command::new("git")
+        let output = super::command(workdir)
             .arg("--no-optional-locks")
-            .arg("-C")
-            .arg(workdir)
             .args(args)
             .env("GIT_INDEX_FILE", &self.path)
             .stdin(Stdio::null())
