@@ -2,9 +2,11 @@
 //! mission's prompts of that role carry. The files are append-only; a line is never graduated
 //! twice (nor when the file already says the same, in the user's words or another mission's),
 //! and each graduated line says why it graduated, in a comment no prompt gets. Knowledge graduates when it is confirmed:
-//! - reported on `graduate_trick_workers` distinct features, a TRICK among its entries (a
-//!   feature's worker and validator count once: they looked at the same thing; a worker's
-//!   attempts on its own feature count once: each reads its predecessor's notes);
+//! - reported on `graduate_trick_workers` distinct features, a TRICK among its entries, or first
+//!   met as a failure that names nothing of one mission and then written down as a LESSON by
+//!   another feature's worker (a feature's worker and validator count once: they looked at the
+//!   same thing; a worker's attempts on its own feature count once: each reads its
+//!   predecessor's notes);
 //! - recorded on `graduate_convention_times` distinct features: a convention that agent after
 //!   agent had forgotten (unless a validator checked for it: then it is the project's rule);
 //! - seen in `graduate_failure_missions` missions, counted in the cross-mission ledger
@@ -537,8 +539,9 @@ fn earned(
 ) -> Option<(Rule, String, String)> {
     let sources = independent(item);
     let trick = item.evidence.iter().any(|e| e.tag == Tag::Trick);
+    let learned = !trick && learned_after_failure(item, context);
     let missions = recurrence.missions_of(item);
-    let possible = (trick && sources.len() >= params.graduate_trick_workers)
+    let possible = ((trick || learned) && sources.len() >= params.graduate_trick_workers)
         || missions.len() >= params.graduate_failure_missions
         || sources.len() >= params.graduate_convention_times;
     if !possible || judged.is_local(item) {
@@ -571,14 +574,20 @@ fn earned(
         .collect();
     let others = recurrence.others(item);
     let wording = |needed| hygiene::general_wording(&own, &others, needed, general);
-    if trick && sources.len() >= params.graduate_trick_workers {
+    // A lesson another feature's worker drew from a failure is confirmed as a TRICK is.
+    if (trick || learned) && sources.len() >= params.graduate_trick_workers {
         let needed = Needed::Features {
             count: params.graduate_trick_workers,
-            trick: true,
+            trick,
         };
         if let Some(wording) = wording(needed) {
+            let what = if trick {
+                "TRICK"
+            } else {
+                "failure, then its lesson,"
+            };
             let reason = format!(
-                "TRICK reported by {} distinct workers: {}",
+                "{what} reported by {} distinct workers: {}",
                 sources.len(),
                 list(&sources, 5, " more")
             );
@@ -618,6 +627,25 @@ fn earned(
         }
     }
     None
+}
+
+/// Whether `item` was first met as a failure (AVOID, FAIL) that names nothing of one mission,
+/// then written down as a LESSON by the worker of another feature: two workers met it, one the
+/// hard way, which confirms it as a TRICK reported twice does. Knowledge first recorded as a
+/// lesson and failed later is a convention forgotten (it needs more features); a failure that
+/// names a value of one mission (a row of its data, its port) happened to that mission's data.
+fn learned_after_failure(item: &Item, context: &Context) -> bool {
+    let Some(failed) = item
+        .evidence
+        .first()
+        .filter(|e| matches!(e.tag, Tag::Avoid | Tag::Fail))
+        .filter(|e| analyse(&e.text, context).is_general())
+    else {
+        return false;
+    };
+    item.evidence
+        .iter()
+        .any(|e| e.tag == Tag::Lesson && e.time > failed.time && e.feature != failed.feature)
 }
 
 /// The distinct features `item` was reported on (an entry without a feature counts by its
@@ -723,6 +751,34 @@ mod tests {
             Some("# Identity: worker\n- Run cargo test -q to keep output short.\n".into()),
         )];
         assert!(graduated_alone(&items, &identities).is_empty());
+    }
+
+    #[test]
+    fn a_lesson_another_worker_drew_from_a_failure_graduates() {
+        let log = |first: &str, second: &str, row: &str| {
+            items_of(&format!(
+                "[2026-04-24T10:00:00Z] worker F-1 {first}: DataLoader num_workers above zero in pytest hangs at teardown{row}\n\
+                 [2026-04-24T11:00:00Z] worker F-2 {second}: in pytest a DataLoader hangs at teardown unless num_workers is zero\n"
+            ))
+        };
+        let identities: Identities = vec![(Role::Worker, None)];
+        let done = graduated_alone(&log("FAIL", "LESSON", ""), &identities);
+        assert_eq!(done.len(), 1, "{done:?}");
+        assert_eq!(done[0].rule, Rule::Trick);
+        assert!(done[0]
+            .reason
+            .contains("failure, then its lesson, reported by 2 distinct workers: F-1, F-2"));
+        // A failure with a value of one mission (a row of its data) happened to its data.
+        let row = log("FAIL", "LESSON", " at row 10241");
+        assert_eq!(graduated_alone(&row, &identities), []);
+        // A lesson failed later, then said again, is a convention forgotten once: not enough.
+        let forgotten = items_of(
+            "[2026-04-24T10:00:00Z] worker F-1 LESSON: DataLoader num_workers above zero in pytest hangs at teardown\n\
+             [2026-04-24T11:00:00Z] worker F-2 FAIL: in pytest a DataLoader hangs at teardown unless num_workers is zero\n\
+             [2026-04-24T12:00:00Z] worker F-1 LESSON: num_workers zero for a DataLoader in pytest, or teardown hangs\n",
+        );
+        assert_eq!(forgotten.len(), 1, "{forgotten:?}");
+        assert_eq!(graduated_alone(&forgotten, &identities), []);
     }
 
     #[test]
