@@ -33,7 +33,7 @@ use super::hygiene::{self, Needed, Said};
 use super::items::{Item, Kind};
 use super::join::{Index, Vocabulary};
 use super::judgments::Judgments;
-use super::similarity::{analyse, similarity, Context};
+use super::similarity::{analyse, similarity, Context, Specific};
 use super::{Cancelled, Params};
 
 /// The most failure modes, and the most lessons, one mission keeps in the ledger (the most seen
@@ -633,13 +633,19 @@ fn earned(
 /// then written down as a LESSON by the worker of another feature: two workers met it, one the
 /// hard way, which confirms it as a TRICK reported twice does. Knowledge first recorded as a
 /// lesson and failed later is a convention forgotten (it needs more features); a failure that
-/// names a value of one mission (a row of its data, its port) happened to that mission's data.
+/// names a value of one mission (a row of its data, its port, a date) happened to that
+/// mission's data, where a path or a task name it names is as often a tool's.
 fn learned_after_failure(item: &Item, context: &Context) -> bool {
     let Some(failed) = item
         .evidence
         .first()
         .filter(|e| matches!(e.tag, Tag::Avoid | Tag::Fail))
-        .filter(|e| analyse(&e.text, context).is_general())
+        .filter(|e| {
+            !analyse(&e.text, context)
+                .specifics
+                .iter()
+                .any(|(kind, _)| !matches!(kind, Specific::Path | Specific::Name))
+        })
     else {
         return false;
     };
@@ -768,9 +774,12 @@ mod tests {
         assert!(done[0]
             .reason
             .contains("failure, then its lesson, reported by 2 distinct workers: F-1, F-2"));
-        // A failure with a value of one mission (a row of its data) happened to its data.
+        // A failure with a value of one mission (a row of its data) happened to its data; a
+        // path it names is as often a tool's file.
         let row = log("FAIL", "LESSON", " at row 10241");
         assert_eq!(graduated_alone(&row, &identities), []);
+        let path = log("FAIL", "LESSON", " in tests/data/fixtures.py");
+        assert_eq!(graduated_alone(&path, &identities).len(), 1);
         // A lesson failed later, then said again, is a convention forgotten once: not enough.
         let forgotten = items_of(
             "[2026-04-24T10:00:00Z] worker F-1 LESSON: DataLoader num_workers above zero in pytest hangs at teardown\n\
