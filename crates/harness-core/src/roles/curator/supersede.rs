@@ -14,6 +14,8 @@
 //!   different thing is done to it ("tiles are decoded with libpng", "tiles are re-encoded as
 //!   WebP": what a decision says is done to its subject, the participle after the copula, is
 //!   part of that subject);
+//! - one states no subject and names every word of the subject of two words or more that the
+//!   other states ("parcels get bigint primary keys", "every table's primary key is a UUIDv7");
 //! - the newer says that it changes something ("now", "instead of", "no more", "moved to",
 //!   "replaces"…) and names what is rare in the older (a word of at most [`RARE`] items, such
 //!   as the tool it replaces), or is like it (a weighted similarity of [`MARKED_SIMILARITY`] or
@@ -93,6 +95,8 @@ struct Decision {
     /// any preposition: its head (`tide curves` → `curv`; `the predictions of a station` →
     /// `prediction`).
     about: BTreeSet<String>,
+    /// All its words.
+    words: BTreeSet<String>,
     head: Option<String>,
     /// Its acronyms (`msrv`), and the initials of its runs of three to six content words.
     acronyms: BTreeSet<String>,
@@ -139,6 +143,7 @@ impl Decision {
         let (about, head) = subject(text, context);
         Self {
             about,
+            words: item.words.iter().cloned().collect(),
             head,
             action: action(text, context),
             acronyms: acronyms(text),
@@ -219,9 +224,19 @@ impl Decision {
                 return false;
             }
         }
+        // One that states no subject is about the subject of two words or more that the other
+        // states when it names all of them ("parcels get bigint primary keys", "every table's
+        // primary key is…"); a subject of one word is too often named in passing.
+        let named = |stated: &Decision, unstated: &Decision| {
+            stated.about.len() >= 2
+                && unstated.about.is_empty()
+                && stated.about.is_subset(&unstated.words)
+        };
         self.about
             .intersection(&other.about)
             .any(|word| self.is_head(word) || other.is_head(word))
+            || named(self, other)
+            || named(other, self)
             || self.acronyms.intersection(&other.initials).next().is_some()
             || other.acronyms.intersection(&self.initials).next().is_some()
     }
@@ -362,6 +377,8 @@ fn other_candidates(
     let mut order: Vec<usize> = (0..read.len()).collect();
     order.sort_by_key(|&d| (last_seen[d], d));
     let mut by_key: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut by_word: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut by_subject_word: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut pairs = BTreeSet::new();
     // Only the initials that are some decision's acronym can match one.
     let acronyms: BTreeSet<&str> = read
@@ -391,6 +408,32 @@ fn other_candidates(
             let start = earlier.len().saturating_sub(WINDOW);
             pairs.extend(earlier[start..].iter().map(|&older| (older, newer)));
             earlier.push(newer);
+        }
+        // A decision that states no subject, by each of its words, meets those before it that
+        // state one by a word of it (one is enough: the rule wants them all), and the other
+        // way round (see `Decision::same_subject`).
+        if decision.about.is_empty() {
+            for word in &decision.words {
+                let earlier = by_subject_word
+                    .get(word.as_str())
+                    .map_or(&[][..], Vec::as_slice);
+                let start = earlier.len().saturating_sub(WINDOW);
+                pairs.extend(earlier[start..].iter().map(|&older| (older, newer)));
+                by_word.entry(word.as_str()).or_default().push(newer);
+            }
+        } else if let Some(word) = decision
+            .about
+            .iter()
+            .next()
+            .filter(|_| decision.about.len() >= 2)
+        {
+            let earlier = by_word.get(word.as_str()).map_or(&[][..], Vec::as_slice);
+            let start = earlier.len().saturating_sub(WINDOW);
+            pairs.extend(earlier[start..].iter().map(|&older| (older, newer)));
+            by_subject_word
+                .entry(word.as_str())
+                .or_default()
+                .push(newer);
         }
     }
     pairs.retain(|(a, b)| a != b);
@@ -738,6 +781,33 @@ mod tests {
             "{found:?}"
         );
         assert_eq!(successor("nothing throws"), None, "{found:?}");
+    }
+
+    #[test]
+    fn a_subject_of_two_words_is_named_by_a_decision_that_states_none() {
+        let text = |newer: &str| {
+            format!(
+                "[2026-04-24T10:00:00Z] worker F-001 DECISION: parcels and scans get bigint identity primary keys\n\
+                 [2026-04-24T11:00:00Z] worker F-002 DECISION: the error handler logs every request body\n\
+                 [2026-04-25T10:00:00Z] worker F-003 DECISION: {newer}\n"
+            )
+        };
+        let items = grouped(&text(
+            "every table's primary key is a UUIDv7 made by the application",
+        ));
+        let found = successors(&items);
+        let successor = |start: &str| found.iter().find(|(t, _)| t.starts_with(start)).unwrap().1;
+        assert!(
+            successor("parcels").is_some_and(|s| s.starts_with("every table")),
+            "{found:?}"
+        );
+        // A subject of one word is too often named in passing.
+        let items = grouped(&text("the body is JSON, never form data"));
+        assert!(
+            items.iter().all(|item| item.superseded_by.is_none()),
+            "{:?}",
+            successors(&items)
+        );
     }
 
     #[test]
