@@ -20,8 +20,10 @@
 //!   "replaces"…) and names what is rare in the older (a word of at most [`RARE`] items, such
 //!   as the tool it replaces), or is like it (a weighted similarity of [`MARKED_SIMILARITY`] or
 //!   more), or gives a name of it another number (the same thing at another version: "the
-//!   deployment target is iOS 16.0", "the app now needs iOS 17"): "time handling moves to jiff:
-//!   chrono cannot…" replaces "timestamps are parsed with chrono". When it says what it
+//!   deployment target is iOS 16.0", "the app now needs iOS 17"), or turns it around (it uses
+//!   what the older excluded, "no autocast" then "runs under torch.autocast", or excludes what
+//!   the older did, "throwing an Error" then "nothing throws any more"): "time handling moves
+//!   to jiff: chrono cannot…" replaces "timestamps are parsed with chrono". When it says what it
 //!   replaces ("no more SMTP", "instead of stored keys"), it replaces only a decision that names
 //!   it. It replaces a decision that states its subject only if it names that subject (a word
 //!   of it, or one that begins or is begun by one: "time" for "timestamps") or another version
@@ -97,6 +99,8 @@ struct Decision {
     about: BTreeSet<String>,
     /// All its words.
     words: BTreeSet<String>,
+    /// The words it negates: each that follows a negation (`no autocast`, `nothing throws`).
+    negated: BTreeSet<String>,
     head: Option<String>,
     /// Its acronyms (`msrv`), and the initials of its runs of three to six content words.
     acronyms: BTreeSet<String>,
@@ -144,6 +148,7 @@ impl Decision {
         Self {
             about,
             words: item.words.iter().cloned().collect(),
+            negated: negated(text, context),
             head,
             action: action(text, context),
             acronyms: acronyms(text),
@@ -258,7 +263,15 @@ fn replaces(older: &Decision, newer: &Decision, score: f64, alike: bool) -> Opti
             || older.other_version(newer))
             && (newer.named.is_empty() || older.topical.intersection(&newer.named).next().is_some())
     };
-    (newer.changes && older.named_by(newer) && related()).then_some(1.0 + score)
+    // A change that turns the older around: it uses what the older excluded ("no autocast",
+    // then "the forward pass runs under torch.autocast"), or excludes what the older did.
+    let turned = || {
+        let affirms =
+            |d: &Decision, word: &String| d.topical.contains(word) && !d.negated.contains(word);
+        older.negated.iter().any(|w| affirms(newer, w))
+            || newer.negated.iter().any(|w| affirms(older, w))
+    };
+    (newer.changes && older.named_by(newer) && (related() || turned())).then_some(1.0 + score)
 }
 
 /// Marks each decision of `items` that a later decision on the same subject replaces (see the
@@ -545,6 +558,25 @@ fn action(text: &str, context: &Context) -> Option<String> {
     super::similarity::read_words(next, context).words.pop()
 }
 
+/// The words a decision negates: the first word after each negation (`no autocast`,
+/// `nothing throws`, `never mocked`), but the words that announce a change (`no more`).
+fn negated(text: &str, context: &Context) -> BTreeSet<String> {
+    const NEGATIONS: &[&str] = &["never", "no", "not", "nothing", "without"];
+    let lowered = text.to_lowercase();
+    let words: Vec<&str> = lowered
+        .split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.')))
+        .map(|w| w.trim_matches(['.', '-']))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut negated = BTreeSet::new();
+    for pair in words.windows(2) {
+        if NEGATIONS.contains(&pair[0]) && !matches!(pair[1], "more" | "longer") {
+            negated.extend(super::similarity::read_words(pair[1], context).words);
+        }
+    }
+    negated
+}
+
 /// The words a decision says it replaces: those after "instead of" or "no more", to the end of
 /// their clause.
 fn named(text: &str, context: &Context) -> BTreeSet<String> {
@@ -807,6 +839,34 @@ mod tests {
             items.iter().all(|item| item.superseded_by.is_none()),
             "{:?}",
             successors(&items)
+        );
+    }
+
+    #[test]
+    fn a_change_that_turns_a_decision_around_replaces_it() {
+        let items = grouped(
+            "[2026-04-24T09:00:00Z] worker F-001 LESSON: torch.autocast needs a GPU that supports bfloat16\n\
+             [2026-04-24T09:10:00Z] worker F-001 LESSON: the profiler shows where autocast casts back to float\n\
+             [2026-04-24T09:15:00Z] worker F-001 LESSON: the eval loop runs autocast too, or the metrics drift\n\
+             [2026-04-24T09:16:00Z] worker F-001 LESSON: the nightly job runs the whole suite with autocast on\n\
+             [2026-04-24T09:20:00Z] worker F-002 LESSON: a destructor that may throw ends the program\n\
+             [2026-04-24T09:30:00Z] worker F-002 LESSON: gtest EXPECT_THROW checks what a call may throw\n\
+             [2026-04-24T09:31:00Z] worker F-002 LESSON: std::thread throws when it cannot start\n\
+             [2026-04-24T09:32:00Z] worker F-002 LESSON: std::vector::at throws on a bad index\n\
+             [2026-04-24T10:00:00Z] worker F-001 DECISION: training runs in plain fp32 for a start, no autocast, until the loss curves are trusted\n\
+             [2026-04-24T11:00:00Z] worker F-002 DECISION: errors are reported by throwing an Error derived from std::runtime_error\n\
+             [2026-04-25T10:00:00Z] worker F-003 DECISION: mixed precision now: the forward pass runs under torch.autocast with bfloat16 on the GPUs\n\
+             [2026-04-25T11:00:00Z] worker F-004 DECISION: nothing throws across the public API any more: functions return std::expected<T, ErrorCode>\n",
+        );
+        let found = successors(&items);
+        let successor = |start: &str| found.iter().find(|(t, _)| t.starts_with(start)).unwrap().1;
+        assert!(
+            successor("training runs").is_some_and(|s| s.starts_with("mixed precision")),
+            "{found:?}"
+        );
+        assert!(
+            successor("errors are").is_some_and(|s| s.starts_with("nothing throws")),
+            "{found:?}"
         );
     }
 
