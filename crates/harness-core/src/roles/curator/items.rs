@@ -6,9 +6,10 @@
 //! entries are alike when the [weighted similarity](super::similarity) of their words reaches
 //! the threshold, each word weighing by how rare it is among the entries (a tool, a flag, an
 //! error text weigh more than `test` or `fix`); the grouping is transitive (two entries each like
-//! a third are one item), so it does not depend on the order of the entries. An item's section
-//! is that of its most frequent tag. Decisions are grouped only when their words are the same:
-//! a decision worded differently on the same subject is a newer decision, which
+//! a third are one item), so it does not depend on the order of the entries. Two entries that
+//! alone name a flag (`-race`, `--all-files`) need less: [`FLAG_SHARE`] of the threshold. An
+//! item's section is that of its most frequent tag. Decisions are grouped only when their words
+//! are the same: a decision worded differently on the same subject is a newer decision, which
 //! [supersedes](super::supersede) the older one.
 //!
 //! An item's text is its most frequent wording; a feature id, a path, a number… in it that its
@@ -161,6 +162,20 @@ pub fn group(
     {
         group_of[members[member]] = members[representative];
     }
+    // Two entries that alone name a flag are one item at a lower similarity.
+    let mut sets = join::DisjointSets::new(nodes.len());
+    for &member in &members {
+        sets.join(member, group_of[member]);
+    }
+    let keys: Vec<&Vec<String>> = members.iter().map(|&node| &nodes[node].0 .1).collect();
+    for (a, b) in sharing_a_flag(&keys) {
+        if similarity(&ids[a], &ids[b]) >= threshold * FLAG_SHARE {
+            sets.join(members[a], members[b]);
+        }
+    }
+    for &member in &members {
+        group_of[member] = sets.root(member);
+    }
     let mut groups: BTreeMap<usize, (bool, Vec<Evidence>)> = BTreeMap::new();
     for (index, ((kind, _), evidence)) in nodes.iter_mut().enumerate() {
         groups
@@ -181,6 +196,31 @@ pub fn group(
     items.sort_by(|a, b| a.id.cmp(&b.id));
     supersede::mark(&mut items, supersede, context, cancel)?;
     Ok(items.into_inner())
+}
+
+/// The share of the similarity threshold at which two entries that alone name a flag (an option
+/// of three letters or more: `-race`, `--all-files`) say the same thing: the flag names what
+/// they are about ("go test -race found the data race", "run the tests with -race"). Short
+/// flags (`-d`, `-p`) mean something else to every tool.
+const FLAG_SHARE: f64 = 5.0 / 6.0;
+
+/// The pairs of `sets` (word sets of entries) that are the only two to name a flag of three
+/// letters or more (the words of flags begin with a backquote: see `similarity::read`).
+fn sharing_a_flag(sets: &[&Vec<String>]) -> BTreeSet<(usize, usize)> {
+    let mut holders: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (number, set) in sets.iter().enumerate() {
+        let flags = set
+            .iter()
+            .filter(|w| w.starts_with('`') && w.trim_start_matches(['`', '-']).len() >= 3);
+        for flag in flags {
+            holders.entry(flag.as_str()).or_default().push(number);
+        }
+    }
+    holders
+        .into_values()
+        .filter(|held| held.len() == 2)
+        .map(|held| (held[0], held[1]))
+        .collect()
 }
 
 /// Word sets as numbers of their [`Vocabulary`], each word repeated by its weight, for the join.
@@ -377,15 +417,18 @@ mod tests {
         let vocabulary = Vocabulary::new(pooled.iter().map(|&n| nodes[n].0 .1.as_slice()));
         let weighed =
             |words: &[String]| -> u32 { words.iter().map(|w| vocabulary.weight(w)).sum() };
+        let keys: Vec<&Vec<String>> = pooled.iter().map(|&n| &nodes[n].0 .1).collect();
+        let flagged = sharing_a_flag(&keys);
         for (position, &a) in pooled.iter().enumerate() {
-            for &b in &pooled[position + 1..] {
+            for (other, &b) in pooled.iter().enumerate().skip(position + 1) {
                 let (x, y) = (&nodes[a].0 .1, &nodes[b].0 .1);
                 let common: Vec<String> = x.iter().filter(|w| y.contains(w)).cloned().collect();
                 if common.is_empty() {
                     continue;
                 }
                 let score = 2.0 * f64::from(weighed(&common)) / f64::from(weighed(x) + weighed(y));
-                if score >= threshold {
+                let flag = flagged.contains(&(position, other));
+                if score >= threshold || flag && score >= threshold * FLAG_SHARE {
                     sets.join(a, b);
                 }
             }
@@ -469,6 +512,28 @@ mod tests {
             let fast = group(&lines, threshold, supersede, &Context::default(), &|| false).unwrap();
             prop_assert_eq!(fast, naive_group(&lines, threshold, supersede));
         }
+    }
+
+    #[test]
+    fn two_entries_that_alone_name_a_flag_are_one_item_at_a_lower_similarity() {
+        let log = |flag: &str| {
+            format!(
+                "[2026-04-24T10:00:00Z] worker F-1 TRICK: go test {flag} found the data race in the dispatcher map at once\n\
+                 [2026-04-24T11:00:00Z] worker F-2 TRICK: run the tests with {flag}: it caught two goroutines appending to one slice\n"
+            )
+        };
+        let count = |text: &str, threshold: f64| {
+            let lines = lines(text);
+            let lines: Vec<&Line> = lines.iter().collect();
+            group(&lines, threshold, 0.4, &Context::default(), &|| false)
+                .unwrap()
+                .len()
+        };
+        assert_eq!(count(&log("-race"), 0.35), 1);
+        // Not for a word: it is not a tool's option.
+        assert_eq!(count(&log("racecheck"), 0.35), 2);
+        // Nor for a short flag, which means something else to every tool.
+        assert_eq!(count(&log("-r"), 0.35), 2);
     }
 
     #[test]
