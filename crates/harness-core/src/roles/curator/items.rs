@@ -7,7 +7,7 @@
 //! the threshold, each word weighing by how rare it is among the entries (a tool, a flag, an
 //! error text weigh more than `test` or `fix`); the grouping is transitive (two entries each like
 //! a third are one item), so it does not depend on the order of the entries. Two entries that
-//! alone name a flag (`-race`, `--all-files`) need less: [`FLAG_SHARE`] of the threshold. An
+//! alone name a flag or an identifier (`-race`, `have_css`) need less: [`NAME_SHARE`] of it. An
 //! item's section is that of its most frequent tag. Decisions are grouped only when their words
 //! are the same: a decision worded differently on the same subject is a newer decision, which
 //! [supersedes](super::supersede) the older one.
@@ -25,7 +25,7 @@ use crate::state::memory::Tag;
 
 use super::join::{self, Vocabulary};
 use super::log::Line;
-use super::similarity::{generalise, read_words, similarity, Context, MAX_WEIGHT};
+use super::similarity::{generalise, identifiers_of, read_words, similarity, Context, MAX_WEIGHT};
 use super::supersede;
 use super::{Background, Cancelled};
 
@@ -162,14 +162,14 @@ pub fn group(
     {
         group_of[members[member]] = members[representative];
     }
-    // Two entries that alone name a flag are one item at a lower similarity.
+    // Two entries that alone name a flag or an identifier are one item at a lower similarity.
     let mut sets = join::DisjointSets::new(nodes.len());
     for &member in &members {
         sets.join(member, group_of[member]);
     }
-    let keys: Vec<&Vec<String>> = members.iter().map(|&node| &nodes[node].0 .1).collect();
-    for (a, b) in sharing_a_flag(&keys) {
-        if similarity(&ids[a], &ids[b]) >= threshold * FLAG_SHARE {
+    let named: Vec<&Node> = members.iter().map(|&node| &nodes[node]).collect();
+    for (a, b) in sharing_a_name(&named) {
+        if similarity(&ids[a], &ids[b]) >= threshold * NAME_SHARE {
             sets.join(members[a], members[b]);
         }
     }
@@ -198,22 +198,31 @@ pub fn group(
     Ok(items.into_inner())
 }
 
-/// The share of the similarity threshold at which two entries that alone name a flag (an option
-/// of three letters or more: `-race`, `--all-files`) say the same thing: the flag names what
-/// they are about ("go test -race found the data race", "run the tests with -race"). Short
-/// flags (`-d`, `-p`) mean something else to every tool.
-const FLAG_SHARE: f64 = 5.0 / 6.0;
+/// The share of the similarity threshold at which two entries that alone name a flag of three
+/// letters or more (`-race`, `--all-files`) or an identifier (`have_css`, `@ServiceConnection`)
+/// say the same thing: what only they name is what they are about ("go test -race found the
+/// data race", "run the tests with -race"). Short flags (`-d`, `-p`) mean something else to
+/// every tool.
+const NAME_SHARE: f64 = 5.0 / 6.0;
 
-/// The pairs of `sets` (word sets of entries) that are the only two to name a flag of three
-/// letters or more (the words of flags begin with a backquote: see `similarity::read`).
-fn sharing_a_flag(sets: &[&Vec<String>]) -> BTreeSet<(usize, usize)> {
-    let mut holders: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (number, set) in sets.iter().enumerate() {
-        let flags = set
+/// The pairs of `nodes` (by number) that are the only two to name a flag of three letters or
+/// more (the words of flags begin with a backquote: see `similarity::read`) or an identifier
+/// (of the text of their first entry: the entries of a node differ at most in what is not a
+/// word).
+fn sharing_a_name(nodes: &[&Node]) -> BTreeSet<(usize, usize)> {
+    let mut holders: HashMap<String, Vec<usize>> = HashMap::new();
+    for (number, ((_, words), evidence)) in nodes.iter().enumerate() {
+        let flags = words
             .iter()
-            .filter(|w| w.starts_with('`') && w.trim_start_matches(['`', '-']).len() >= 3);
-        for flag in flags {
-            holders.entry(flag.as_str()).or_default().push(number);
+            .filter(|w| w.starts_with('`') && w.trim_start_matches(['`', '-']).len() >= 3)
+            .cloned();
+        let identifiers = evidence
+            .first()
+            .map(|e| identifiers_of(&e.text))
+            .unwrap_or_default();
+        let names: BTreeSet<String> = flags.chain(identifiers).collect();
+        for name in names {
+            holders.entry(name).or_default().push(number);
         }
     }
     holders
@@ -417,8 +426,8 @@ mod tests {
         let vocabulary = Vocabulary::new(pooled.iter().map(|&n| nodes[n].0 .1.as_slice()));
         let weighed =
             |words: &[String]| -> u32 { words.iter().map(|w| vocabulary.weight(w)).sum() };
-        let keys: Vec<&Vec<String>> = pooled.iter().map(|&n| &nodes[n].0 .1).collect();
-        let flagged = sharing_a_flag(&keys);
+        let named: Vec<&Node> = pooled.iter().map(|&n| &nodes[n]).collect();
+        let flagged = sharing_a_name(&named);
         for (position, &a) in pooled.iter().enumerate() {
             for (other, &b) in pooled.iter().enumerate().skip(position + 1) {
                 let (x, y) = (&nodes[a].0 .1, &nodes[b].0 .1);
@@ -428,7 +437,7 @@ mod tests {
                 }
                 let score = 2.0 * f64::from(weighed(&common)) / f64::from(weighed(x) + weighed(y));
                 let flag = flagged.contains(&(position, other));
-                if score >= threshold || flag && score >= threshold * FLAG_SHARE {
+                if score >= threshold || flag && score >= threshold * NAME_SHARE {
                     sets.join(a, b);
                 }
             }
@@ -515,7 +524,7 @@ mod tests {
     }
 
     #[test]
-    fn two_entries_that_alone_name_a_flag_are_one_item_at_a_lower_similarity() {
+    fn two_entries_that_alone_name_a_flag_or_an_identifier_are_one_item() {
         let log = |flag: &str| {
             format!(
                 "[2026-04-24T10:00:00Z] worker F-1 TRICK: go test {flag} found the data race in the dispatcher map at once\n\
@@ -534,6 +543,15 @@ mod tests {
         assert_eq!(count(&log("racecheck"), 0.35), 2);
         // Nor for a short flag, which means something else to every tool.
         assert_eq!(count(&log("-r"), 0.35), 2);
+        // An identifier only two entries name is what they are about too.
+        let log = |name: &str| {
+            format!(
+                "[2026-04-24T10:00:00Z] worker F-1 LESSON: {name} waits until the text shows up; never sleep in a system spec\n\
+                 [2026-04-24T11:00:00Z] worker F-2 FAIL: the flaky system spec read the count once after the click; {name} retries\n"
+            )
+        };
+        assert_eq!(count(&log("have_css"), 0.4), 1);
+        assert_eq!(count(&log("havecss"), 0.4), 2);
     }
 
     #[test]

@@ -302,17 +302,21 @@ fn read(text: &str, context: &Context, identifiers: bool) -> Analysis {
         }
     }
     if identifiers {
-        // The atoms of code (`assert_cmd::Command::cargo_bin(…)` → `assert_cmd`, `cargo_bin`).
-        analysis.identifiers = text
-            .split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '-')))
-            .map(|atom| atom.trim_matches(['.', '-']))
-            .filter(|atom| is_identifier(atom))
-            .map(str::to_lowercase)
-            .collect();
+        analysis.identifiers = identifiers_of(text);
     }
     analysis.words.sort();
     analysis.words.dedup();
     analysis
+}
+
+/// The identifiers and file names of `text`, lowercase, in order: the atoms of code
+/// (`assert_cmd::Command::cargo_bin(…)` → `assert_cmd`, `cargo_bin`).
+pub fn identifiers_of(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '-')))
+        .map(|atom| atom.trim_matches(['.', '-']))
+        .filter(|atom| is_identifier(atom))
+        .map(str::to_lowercase)
+        .collect()
 }
 
 /// `text` with groups of three digits or more separated by single spaces joined
