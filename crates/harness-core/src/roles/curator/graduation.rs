@@ -539,7 +539,9 @@ fn earned(
 ) -> Option<(Rule, String, String)> {
     let sources = independent(item);
     let trick = item.evidence.iter().any(|e| e.tag == Tag::Trick);
-    let learned = !trick && learned_after_failure(item, context);
+    let learned = !trick
+        && sources.len() >= params.graduate_trick_workers
+        && learned_after_failure(item, context);
     let missions = recurrence.missions_of(item);
     let possible = ((trick || learned) && sources.len() >= params.graduate_trick_workers)
         || missions.len() >= params.graduate_failure_missions
