@@ -496,14 +496,18 @@ fn curation_score_on_the_fresh_log() {
 /// someone who did not read them. Its first score (BENCHMARKS.md) is below the targets: what a
 /// project names again and again (a build preset, a fixture, a cluster account) still passed
 /// for a tool's. The rules were then corrected for what was wrong in general (a project's own
-/// rule, a feature's placeholder, units, a directory its paths name, an option's value);
-/// what is asserted is that nothing got worse than after those corrections.
+/// rule, a feature's placeholder, units, a directory its paths name, an option's value), and
+/// later for what every blind log missed (a lesson drawn from another worker's failure, a flag
+/// or an identifier only two entries name, a change that turns a decision around); what is
+/// asserted is that nothing got worse than after those corrections.
 #[test]
 fn curation_score_on_the_blind_log() {
     let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.8
+        score.graduation_precision.value() >= 0.86
+            && score.graduation_recall.value() >= 0.72
             && score.promotion_recall.value() >= 0.8
             && score.current_kept.value() == 1.0
+            && score.superseded_left_current.0 <= 2
     };
     scored_holding("blind", (15, 30), holds, "worse than after its corrections");
 }
@@ -511,14 +515,17 @@ fn curation_score_on_the_blind_log() {
 /// The second blind log was written after the rules were corrected with the first, by someone
 /// who did not read them, and scored once (BENCHMARKS.md), below the targets; general rules
 /// came after (a possessor is not a decision's subject, another mission's wording must name
-/// what this one's does). What is asserted is that nothing gets worse than after them.
+/// what this one's does; then those of the first blind log's last corrections, and a decision
+/// that states no subject naming the one another states). What is asserted is that nothing
+/// gets worse than after them.
 #[test]
 fn curation_score_on_the_second_blind_log() {
     let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.85
-            && score.promotion_recall.value() >= 0.9
+        score.graduation_precision.value() >= 0.9
+            && score.graduation_recall.value() >= 0.58
+            && score.promotion_recall.value() >= 0.93
             && score.current_kept.value() >= 0.95
-            && score.superseded_left_current.0 <= 1
+            && score.superseded_left_current.0 == 0
     };
     scored_holding(
         "blind2",
@@ -530,13 +537,15 @@ fn curation_score_on_the_second_blind_log() {
 
 /// The third blind log was written after the rules were corrected with the second, by someone
 /// who did not read them, and scored once (BENCHMARKS.md); the rules on decisions were then
-/// corrected with it. What is asserted is that nothing gets worse than that.
+/// corrected with it, and the graduation rules with all three blind logs (see the first). What
+/// is asserted is that nothing gets worse than that.
 #[test]
 fn curation_score_on_the_third_blind_log() {
     let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.9
+        score.graduation_precision.value() >= 0.93
+            && score.graduation_recall.value() >= 0.78
             && score.promotion_recall.value() >= 0.9
-            && score.current_kept.value() >= 0.9
+            && score.current_kept.value() >= 0.93
             && score.superseded_left_current.0 <= 1
     };
     scored_holding(
