@@ -282,7 +282,7 @@ impl GitLayout {
             return Self::default();
         };
         let existing = |paths: Vec<PathBuf>| paths.into_iter().filter(|p| p.exists()).collect();
-        if canonical(&git_dir) == canonical(&common) {
+        if git::stale::canonical(&git_dir) == git::stale::canonical(&common) {
             return Self {
                 writable: vec![git_dir.clone()],
                 read_only: existing(vec![git_dir.join("config"), git_dir.join("hooks")]),
@@ -309,10 +309,6 @@ impl GitLayout {
             ]),
         }
     }
-}
-
-fn canonical(path: &Path) -> PathBuf {
-    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// The sandbox's mounts, parents before children: the whole file system read-only, fresh `/dev`,
