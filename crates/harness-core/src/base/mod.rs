@@ -13,6 +13,8 @@ pub mod fs;
 pub mod git;
 pub mod glob;
 pub mod hash;
+#[cfg(target_os = "linux")]
+pub mod inotify;
 pub mod locks;
 pub mod process;
 pub mod signals;

@@ -18,17 +18,62 @@ pub use crate::state::run_state::Spent;
 /// What the whole mission spent: every feature's run state under `runs/`, and every run on the
 /// whole mission (`plans/`, `curations/`; see [`crate::state::mission_runs`]).
 pub fn mission_spent(state: &StateDir) -> Spent {
-    mission_spent_with(&mut SpentMemo::default(), state, None)
+    mission_spent_with(&mut SpentMemo::once(), state, None)
 }
 
 /// What each record of spending spent (a run state, a mission run's result.json), by the file's
 /// identity as last read, for a worker that checks the mission budget before every iteration: a
 /// file whose inode, size and modification time are unchanged is not parsed again (every write
-/// replaces the file, so its inode changes).
+/// replaces the file, so its inode changes). On Linux it also watches the directories with
+/// inotify, so that a call where nothing changed looks at no file at all.
 #[derive(Debug, Default)]
 pub struct SpentMemo {
     files: HashMap<PathBuf, (FileKey, Spent)>,
+    /// The sum of `files`, until one changes.
+    sum: Option<Spent>,
+    /// Files stat-ed and directories listed by the last call.
+    looked_at: usize,
+    #[cfg(target_os = "linux")]
+    watch: watch::Watcher,
 }
+
+impl SpentMemo {
+    /// A memo for one call: nothing is watched (arming costs a system call per directory).
+    fn once() -> SpentMemo {
+        #[allow(unused_mut)]
+        let mut memo = SpentMemo::default();
+        #[cfg(target_os = "linux")]
+        memo.watch.never();
+        memo
+    }
+
+    /// How many files the last call stat-ed and directories it listed (what it cost).
+    pub fn looked_at(&self) -> usize {
+        self.looked_at
+    }
+
+    /// What the records other than the caller's own spent together.
+    fn sum(&mut self) -> Spent {
+        *self.sum.get_or_insert_with(|| {
+            self.files
+                .values()
+                .fold(Spent::default(), |sum, (_, spent)| sum.plus(*spent))
+        })
+    }
+
+    /// Reads the record at `path` again (`key`: its file's, `None` when it is not a regular
+    /// file in a directory of its own).
+    fn reread(&mut self, path: PathBuf, feature: Option<&FeatureId>, key: Option<FileKey>) {
+        self.sum = None;
+        match key.and_then(|key| Some((key, spent_in(&path, feature)?))) {
+            Some(record) => self.files.insert(path, record),
+            None => self.files.remove(&path),
+        };
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod watch;
 
 /// What tells one version of a file from another without reading it.
 type FileKey = (u64, u64, u64, i64, i64);
@@ -61,6 +106,13 @@ fn key_of(path: &Path) -> Option<FileKey> {
     key_in(&dir, &name.to_string_lossy())
 }
 
+/// The key of `runs/<feature>/state.json`, in one system call: the key only decides whether to
+/// read again, and what is read is read through the walk that refuses links.
+fn run_state_key(runs: &fs::Dir, feature: &FeatureId) -> Option<FileKey> {
+    let stat = runs.stat_in(feature.as_str().as_ref(), RUN_STATE_FILE.as_ref());
+    regular_file_key(stat.ok()??)
+}
+
 /// [`mission_spent`], parsing only the files that changed since `memo` last read them, and
 /// counting the run state at `own.0` as `own.1`: the caller's own, which it may hold ahead of
 /// the disk (a worker loop writes an attempt's end together with the next attempt's start).
@@ -69,31 +121,75 @@ pub fn mission_spent_with(
     state: &StateDir,
     own: Option<(&Path, Spent)>,
 ) -> Spent {
-    let mut total = own.map(|(_, spent)| spent).unwrap_or_default();
+    let own_spent = own.map(|(_, spent)| spent).unwrap_or_default();
+    let own = own.map(|(path, _)| path);
+    memo.looked_at = 0;
+    // Only what the events name is looked at again, while the watches can be trusted.
+    #[cfg(target_os = "linux")]
+    if watch::changes(memo, state, own) {
+        return own_spent.plus(memo.sum());
+    }
+    scan(memo, state, own);
+    own_spent.plus(memo.sum())
+}
+
+/// Looks at every record of spending (and, on Linux, watches their directories from now on).
+fn scan(memo: &mut SpentMemo, state: &StateDir, own: Option<&Path>) {
+    #[cfg(target_os = "linux")]
+    let mut arming = memo.watch.arm(state, own);
     let mut seen = HashMap::with_capacity(memo.files.len());
     // One handle on runs/ for every feature's run state, and one system call to see whether
-    // each changed (a mission of 1,000 features, every iteration): the key only decides whether
-    // to read again, and what is read is read through the walk that refuses links.
+    // each changed (a mission of 1,000 features, every iteration when nothing watches).
+    #[cfg(target_os = "linux")]
+    if let Some(arming) = &mut arming {
+        arming.top(watch::Tree::Runs, state);
+    }
     let runs_dir = fs::Dir::open_dir(&state.runs_dir()).ok();
+    memo.looked_at += 1;
     let run_states = runs_dir
         .iter()
         .flat_map(|runs| runs.entries().unwrap_or_default())
         .filter(|entry| entry.kind == fs::Kind::Dir)
         .filter_map(|entry| FeatureId::parse(&entry.name.to_string_lossy()).ok())
         .map(|feature| (state.run_state(&feature), feature))
-        .filter(|(path, _)| own.is_none_or(|(own, _)| own != path))
+        .filter(|(path, _)| own.is_none_or(|own| own != path))
         .map(|(path, feature)| {
-            let key = runs_dir.as_ref().and_then(|runs| {
-                let stat = runs.stat_in(feature.as_str().as_ref(), RUN_STATE_FILE.as_ref());
-                regular_file_key(stat.ok()??)
-            });
+            #[cfg(target_os = "linux")]
+            if let Some(arming) = &mut arming {
+                // Watched before it is looked at: a change after the look is an event.
+                arming.child(watch::Tree::Runs, state, feature.as_str().as_ref());
+            }
+            let key = runs_dir
+                .as_ref()
+                .and_then(|runs| run_state_key(runs, &feature));
             (path, Some(feature), key)
-        });
-    let runs = mission_runs::result_files(state).into_iter().map(|path| {
-        let key = key_of(&path);
-        (path, None, key)
-    });
-    for (path, feature, key) in run_states.chain(runs) {
+        })
+        .collect::<Vec<_>>();
+    #[cfg(target_os = "linux")]
+    if let Some(arming) = &mut arming {
+        arming.top(watch::Tree::Plans, state);
+        arming.top(watch::Tree::Curations, state);
+    }
+    memo.looked_at += 2;
+    let runs = mission_runs::result_files(state)
+        .into_iter()
+        .map(|path| {
+            #[cfg(target_os = "linux")]
+            if let (Some(arming), Some(run)) = (&mut arming, path.parent()) {
+                if let (Some(top), Some(name)) = (run.parent(), run.file_name()) {
+                    let tree = match top == state.plans_dir() {
+                        true => watch::Tree::Plans,
+                        false => watch::Tree::Curations,
+                    };
+                    arming.child(tree, state, name);
+                }
+            }
+            let key = key_of(&path);
+            (path, None, key)
+        })
+        .collect::<Vec<_>>();
+    for (path, feature, key) in run_states.into_iter().chain(runs) {
+        memo.looked_at += 1;
         let Some(key) = key else {
             continue;
         };
@@ -104,11 +200,12 @@ pub fn mission_spent_with(
                 None => continue,
             },
         };
-        total = total.plus(spent);
         seen.insert(path, (key, spent));
     }
     memo.files = seen;
-    total
+    memo.sum = None;
+    #[cfg(target_os = "linux")]
+    memo.watch.armed(arming);
 }
 
 /// What the record at `path` says was spent: the run state of `feature`, or a mission run's
@@ -319,6 +416,182 @@ mod tests {
             .unwrap();
         assert_eq!(tokens(&mut memo), Some(310));
         assert_eq!(tokens(&mut SpentMemo::default()), Some(310));
+    }
+
+    /// Saves `name`'s run state (an atomic rename) with one attempt of `tokens`.
+    fn save(state: &StateDir, name: &str, tokens: u64) {
+        let feature = crate::base::testing::id(name);
+        let mut run = RunState::new(feature.clone(), 10, "P", crate::base::testing::at(0));
+        run.begin_iteration("r1", crate::base::testing::at(0));
+        run.attempt_mut("r1").unwrap().tokens = Some(tokens);
+        run.save(&state.run_state(&feature)).unwrap();
+    }
+
+    /// A state directory with `count` features of 10 tokens each, and the worker's own F-1.
+    #[cfg(target_os = "linux")]
+    fn mission(count: usize) -> (tempfile::TempDir, StateDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::in_workdir(dir.path());
+        for n in 2..count + 2 {
+            save(&state, &format!("F-{n}"), 10);
+        }
+        let own = state.run_state(&crate::base::testing::id("F-1"));
+        (dir, state, own)
+    }
+
+    /// The tokens the mission spent besides the worker's own (none), and what the call looked at.
+    #[cfg(target_os = "linux")]
+    fn check(memo: &mut SpentMemo, state: &StateDir, own: &Path) -> (Option<u64>, usize) {
+        let spent = mission_spent_with(memo, state, Some((own, Spent::default())));
+        (spent.tokens, memo.looked_at())
+    }
+
+    /// A call where nothing changed looks at nothing, at 10 features as at 500.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_look_where_nothing_changed_does_not_grow_with_the_features() {
+        for count in [10, 500] {
+            let (_dir, state, own) = mission(count);
+            let mut memo = SpentMemo::default();
+            let (tokens, first) = check(&mut memo, &state, &own);
+            assert_eq!(tokens, Some(10 * count as u64));
+            assert!(first > count, "the first call scans: {first}");
+            for _ in 0..3 {
+                assert_eq!(
+                    check(&mut memo, &state, &own),
+                    (tokens, 0),
+                    "{count} features"
+                );
+            }
+        }
+    }
+
+    /// Another feature's run state replaced (the harness's atomic rename), written in place (a
+    /// hand edit), removed, or a new feature's: seen at the next call, which looks at it alone.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn every_change_is_seen_at_the_next_call_looking_at_it_alone() {
+        let (_dir, state, own) = mission(20);
+        let mut memo = SpentMemo::default();
+        assert_eq!(check(&mut memo, &state, &own).0, Some(200));
+        // The worker's own run state is never looked at.
+        save(&state, "F-1", 5000);
+        assert_eq!(check(&mut memo, &state, &own), (Some(200), 0));
+        save(&state, "F-2", 110);
+        assert_eq!(check(&mut memo, &state, &own), (Some(300), 1));
+        // In place, the same size: the same inode, and maybe the same modification time.
+        let f3 = state.run_state(&crate::base::testing::id("F-3"));
+        let text = std::fs::read_to_string(&f3).unwrap();
+        assert_eq!(text.matches("10").count(), 2, "{text}");
+        let edited = text.replace("\"tokens\": 10", "\"tokens\": 70");
+        assert_ne!(edited, text, "{text}");
+        let mut file = std::fs::OpenOptions::new().write(true).open(&f3).unwrap();
+        std::io::Write::write_all(&mut file, edited.as_bytes()).unwrap();
+        drop(file);
+        assert_eq!(check(&mut memo, &state, &own), (Some(360), 1));
+        std::fs::remove_file(state.run_state(&crate::base::testing::id("F-4"))).unwrap();
+        assert_eq!(check(&mut memo, &state, &own), (Some(350), 1));
+        save(&state, "F-99", 1000);
+        assert_eq!(check(&mut memo, &state, &own), (Some(1350), 1));
+        // Changed again in its new directory, which is watched from the first event on.
+        save(&state, "F-99", 2000);
+        assert_eq!(check(&mut memo, &state, &own), (Some(2350), 1));
+        // A mission run's result.json, in a new plans/ (a full scan) then in a new run.
+        let plan = |name: &str, tokens: u64| {
+            let dir = state.plans_dir().join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            crate::base::atomic::write_atomic(
+                &dir.join("result.json"),
+                format!(
+                    r#"{{"run_id": "{name}", "role": "planner",
+                    "started_at": "2026-04-24T10:00:00Z", "ended_at": "2026-04-24T10:00:00Z",
+                    "tokens": {tokens}}}"#
+                )
+                .as_bytes(),
+            )
+            .unwrap();
+        };
+        plan("1-planner-mission", 5);
+        assert_eq!(check(&mut memo, &state, &own).0, Some(2355));
+        plan("2-planner-mission", 7);
+        assert_eq!(check(&mut memo, &state, &own), (Some(2362), 1));
+        assert_eq!(check(&mut memo, &state, &own), (Some(2362), 0));
+    }
+
+    /// Events lost (the queue overflowed) or a watched directory replaced: a full scan, with the
+    /// totals right, and watched again after it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn lost_events_or_a_replaced_directory_fall_back_to_a_full_scan() {
+        let (dir, state, own) = mission(20);
+        let mut memo = SpentMemo::default();
+        assert_eq!(check(&mut memo, &state, &own).0, Some(200));
+        let queue: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // Attribute changes that alternate between two names are not merged: the queue fills.
+        let feature_dir = state.feature_runs(&crate::base::testing::id("F-5"));
+        let files = ["a", "b"].map(|name| std::fs::File::create(feature_dir.join(name)).unwrap());
+        for n in 0..=queue {
+            let at = std::time::UNIX_EPOCH + Duration::from_secs(n as u64);
+            files[n % 2].set_modified(at).unwrap();
+        }
+        save(&state, "F-6", 60);
+        let (tokens, looked_at) = check(&mut memo, &state, &own);
+        assert_eq!(tokens, Some(250));
+        assert!(looked_at > 20, "a full scan: {looked_at}");
+        assert_eq!(check(&mut memo, &state, &own), (Some(250), 0));
+        // runs/ moved away and another put in its place: nothing tells the old one's watch.
+        std::fs::rename(state.runs_dir(), dir.path().join("old-runs")).unwrap();
+        std::fs::create_dir_all(state.runs_dir()).unwrap();
+        save(&state, "F-7", 1);
+        assert_eq!(check(&mut memo, &state, &own).0, Some(1));
+        assert_eq!(check(&mut memo, &state, &own), (Some(1), 0));
+        save(&state, "F-7", 2);
+        assert_eq!(check(&mut memo, &state, &own), (Some(2), 1));
+    }
+
+    /// A link planted as a feature's directory or as its run state, while watched: not counted,
+    /// nor read through.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_link_planted_while_watched_is_never_followed() {
+        let (dir, state, own) = mission(3);
+        let mut memo = SpentMemo::default();
+        assert_eq!(check(&mut memo, &state, &own).0, Some(30));
+        // runs/F-8 → F-2's directory.
+        std::os::unix::fs::symlink(state.runs_dir().join("F-2"), state.runs_dir().join("F-8"))
+            .unwrap();
+        let (tokens, looked_at) = check(&mut memo, &state, &own);
+        assert_eq!((tokens, looked_at), (Some(30), 1));
+        // runs/F-9/state.json → a run state outside.
+        save(&state, "F-10", 500);
+        assert_eq!(check(&mut memo, &state, &own), (Some(530), 1));
+        std::fs::rename(state.runs_dir().join("F-10"), dir.path().join("outside")).unwrap();
+        std::fs::create_dir(state.runs_dir().join("F-9")).unwrap();
+        std::os::unix::fs::symlink(
+            dir.path().join("outside/state.json"),
+            state.run_state(&crate::base::testing::id("F-9")),
+        )
+        .unwrap();
+        assert_eq!(check(&mut memo, &state, &own).0, Some(30));
+        // A feature's directory swapped for a link after it was watched.
+        let f3 = state.feature_runs(&crate::base::testing::id("F-3"));
+        std::fs::rename(&f3, dir.path().join("f3")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("f3"), &f3).unwrap();
+        assert_eq!(check(&mut memo, &state, &own).0, Some(20));
+        save_outside(&dir.path().join("f3/state.json"));
+        assert_eq!(check(&mut memo, &state, &own), (Some(20), 0));
+        assert_eq!(check(&mut SpentMemo::default(), &state, &own).0, Some(20));
+    }
+
+    /// Rewrites the run state at `path`, outside the state directory.
+    #[cfg(target_os = "linux")]
+    fn save_outside(path: &Path) {
+        let text = std::fs::read_to_string(path).unwrap();
+        std::fs::write(path, text.replace("\"tokens\": 10", "\"tokens\": 90")).unwrap();
     }
 
     #[test]
