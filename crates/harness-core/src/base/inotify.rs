@@ -23,8 +23,7 @@ impl fmt::Debug for Inotify {
     }
 }
 
-/// One event: the watch it came from, what happened, and the name it happened to in the
-/// watched directory (empty when it happened to the directory itself).
+/// One event: its watch, what happened, and to which name (empty: the directory itself).
 #[derive(Debug, Clone, Copy)]
 pub struct Event<'a> {
     /// The watch's descriptor (-1 for an `IN_Q_OVERFLOW`).
@@ -51,8 +50,7 @@ impl Inotify {
         })
     }
 
-    /// Watches `path` for `mask` (`IN_ONLYDIR | IN_DONT_FOLLOW` among them for a directory that
-    /// must not be a link); the watch's descriptor, the same for the same inode.
+    /// Watches `path` for `mask`; the watch's descriptor (the same again for the same inode).
     pub fn add_watch(&self, path: &Path, mask: u32) -> io::Result<i32> {
         let c = CString::new(path.as_os_str().as_bytes())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path holds a NUL byte"))?;
