@@ -313,6 +313,9 @@ fn read(text: &str, context: &Context, identifiers: bool) -> Analysis {
 /// (`assert_cmd::Command::cargo_bin(…)` → `assert_cmd`, `cargo_bin`).
 pub fn identifiers_of(text: &str) -> Vec<String> {
     text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '-')))
+        // A flag's dotted name (`-Dit.test`, `-Dspring.profiles.active`) is an option of its
+        // tool, not a file name.
+        .filter(|atom| !(atom.starts_with('-') && atom.contains('.')))
         .map(|atom| atom.trim_matches(['.', '-']))
         .filter(|atom| is_identifier(atom))
         .map(str::to_lowercase)
@@ -934,6 +937,13 @@ mod tests {
         )
         .identifiers;
         assert_eq!(noted, ["assert_cmd", "cargo_bin", "productdetail.tsx"]);
+        // A flag's dotted name is its tool's option, not a file name.
+        let flags = analyse(
+            "pass -Dit.test=<class> or -Dspring.profiles.active=test, and --gtest_filter",
+            &Context::default(),
+        )
+        .identifiers;
+        assert_eq!(flags, ["gtest_filter"]);
     }
 
     #[test]
