@@ -529,6 +529,13 @@ fn looks_like_path(token: &str) -> bool {
 /// Three digits or more in a row, or a decimal number (`59.98`, `1.74`, `0.0.0.0`); not a
 /// name that ends in digits (`sha256`, `sha-256`, `int64`).
 fn looks_like_number(token: &str) -> bool {
+    // A hexadecimal literal (`0xFFFF`, an id or an address) is a value as a decimal one is.
+    if token
+        .strip_prefix("0x")
+        .is_some_and(|hex| !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        return true;
+    }
     let digits = |run: &str| run.bytes().all(|b| b.is_ascii_digit()) && !run.is_empty();
     let letters = token.trim_end_matches(|c: char| c.is_ascii_digit());
     let letters = letters.strip_suffix('-').unwrap_or(letters);
@@ -909,6 +916,10 @@ mod tests {
                 &[(Host, "world.openfoodfacts.net"), (Host, "api.shop.test")],
             ),
             ("./scripts/seed.sh fills it", &[(Path, "./scripts/seed.sh")]),
+            (
+                "the frame follows the company id 0xFFFF",
+                &[(Number, "0xffff")],
+            ),
         ];
         for (text, expected) in cases {
             let expected: Vec<(Specific, String)> =
