@@ -578,8 +578,12 @@ fn is_identifier(token: &str) -> bool {
         .as_bytes()
         .windows(2)
         .any(|pair| pair[0].is_ascii_lowercase() && pair[1].is_ascii_uppercase());
+    // A version's pattern (`8.0.x`: numbers, dot-separated, before the last part) is no file.
+    let version =
+        |stem: &str| stem.contains('.') && stem.bytes().all(|b| b.is_ascii_digit() || b == b'.');
     let file = token.rsplit_once('.').is_some_and(|(stem, extension)| {
         !stem.is_empty()
+            && !version(stem)
             && stem.starts_with(|c: char| c.is_alphanumeric() || c == '.' || c == '_')
             && (1..=5).contains(&extension.len())
             && extension.bytes().all(|b| b.is_ascii_alphabetic())
@@ -955,6 +959,10 @@ mod tests {
         )
         .identifiers;
         assert_eq!(flags, ["gtest_filter"]);
+        // A version's pattern is no file name; a numbered file is one.
+        let versions =
+            analyse("EF Core 8.0.x and 1.2.x, from 1.json", &Context::default()).identifiers;
+        assert_eq!(versions, ["1.json"]);
     }
 
     #[test]
