@@ -521,8 +521,8 @@ fn curation_score_on_the_blind_log() {
 #[test]
 fn curation_score_on_the_second_blind_log() {
     let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.9
-            && score.graduation_recall.value() >= 0.58
+        score.graduation_precision.value() >= 0.91
+            && score.graduation_recall.value() >= 0.64
             && score.promotion_recall.value() >= 0.93
             && score.current_kept.value() >= 0.95
             && score.superseded_left_current.0 == 0
@@ -542,8 +542,8 @@ fn curation_score_on_the_second_blind_log() {
 #[test]
 fn curation_score_on_the_third_blind_log() {
     let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.93
-            && score.graduation_recall.value() >= 0.78
+        score.graduation_precision.value() >= 0.99
+            && score.graduation_recall.value() >= 0.84
             && score.promotion_recall.value() >= 0.9
             && score.current_kept.value() >= 0.93
             && score.superseded_left_current.0 <= 1
