@@ -13,7 +13,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use super::worktrees::{checkouts, ref_lock, registrations};
+use super::worktrees::{checkouts_but, ref_lock, registrations};
 use super::{common_dir, git, git_bytes, git_dir, is_ancestor, run, run_untrimmed, stale};
 
 /// How a merge went.
@@ -64,11 +64,7 @@ pub fn clear_stale_locks(main: &Path, branches: &[&str]) -> anyhow::Result<()> {
     locks.extend(branches.iter().map(|branch| ref_lock(&common, branch)));
     // Git processes working in the linked worktrees nested in the main tree (agents) work in
     // other trees.
-    let tree = stale::canonical(main);
-    let others: Vec<_> = checkouts(&registrations(&common))
-        .into_iter()
-        .filter(|other| *other != tree)
-        .collect();
+    let others = checkouts_but(&registrations(&common), &stale::canonical(main));
     stale::remove_stale(&locks, main, &others);
     Ok(())
 }

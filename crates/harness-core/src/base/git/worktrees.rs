@@ -127,11 +127,11 @@ pub fn ensure(main: &Path, path: &Path, branch: &str, start: &str) -> anyhow::Re
     }
     // A git killed while moving the branch (a commit in the worktree, its making) left its ref
     // locked; git working in the main tree or in this worktree may hold it.
-    let others: Vec<PathBuf> = checkouts(&all)
-        .into_iter()
-        .filter(|other| *other != target)
-        .collect();
-    stale::remove_stale(&[ref_lock(&common, branch)], main, &others);
+    stale::remove_stale(
+        &[ref_lock(&common, branch)],
+        main,
+        &checkouts_but(&all, &target),
+    );
     let found = if sound {
         Found::Sound
     } else {
@@ -256,11 +256,13 @@ fn remove_admin(admin: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// The directories of the linked worktrees of `registrations`.
-pub fn checkouts(registrations: &[Registration]) -> Vec<PathBuf> {
+/// The directories of the linked worktrees of `registrations` but `tree` (canonical): where git
+/// processes work on other trees than the one whose locks are cleared.
+pub fn checkouts_but(registrations: &[Registration], tree: &Path) -> Vec<PathBuf> {
     registrations
         .iter()
         .filter_map(|r| r.checkout.clone())
+        .filter(|checkout| checkout != tree)
         .collect()
 }
 
