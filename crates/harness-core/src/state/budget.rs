@@ -177,9 +177,10 @@ fn scan(memo: &mut SpentMemo, state: &StateDir, own: Option<&Path>) {
             #[cfg(target_os = "linux")]
             if let (Some(arming), Some(run)) = (&mut arming, path.parent()) {
                 if let (Some(top), Some(name)) = (run.parent(), run.file_name()) {
-                    let tree = match top == state.plans_dir() {
-                        true => watch::Tree::Plans,
-                        false => watch::Tree::Curations,
+                    let tree = if top == state.plans_dir() {
+                        watch::Tree::Plans
+                    } else {
+                        watch::Tree::Curations
                     };
                     arming.child(tree, state, name);
                 }

@@ -270,16 +270,9 @@ pub(super) fn changes(memo: &mut SpentMemo, state: &StateDir, own: Option<&Path>
         if came && is_dir {
             // A new directory: watched at once, then looked at.
             let armed = memo.watch.armed.as_mut().expect("armed above");
-            match armed
-                .inotify
-                .add_watch(&tree.dir(state).join(&name), CHILD_EVENTS | WATCH)
-            {
-                Ok(wd) => {
-                    armed.watches.insert(wd, (tree, Some(name.clone())));
-                }
-                Err(error)
-                    if matches!(error.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {}
-                Err(_) => return false,
+            armed.child(tree, state, &name);
+            if armed.failed {
+                return false;
             }
         }
         if !looked.insert((tree, name)) {
