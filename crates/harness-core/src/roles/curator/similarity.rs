@@ -4,8 +4,8 @@
 //! that names something of one mission is *specific* ([`Specific`]): a feature id, a run or
 //! mission id, the project's name, an e-mail address, a URL, a host and port, a date or a time,
 //! a number of three digits or more, a path (`src/db/`, `a/b/c.ts`, `/api/v1`, or a directory
-//! that the mission's paths name, `build/dev` of `build/dev/app`), an `npm`-style
-//! `name:qualifier`. Identifiers (`snake_case`, `CamelCase`, `file.ext`) are noted too: they may
+//! that the mission's paths name, `build/dev` of `build/dev/app` or beside `build/asan`), an
+//! `npm`-style `name:qualifier`. Identifiers (`snake_case`, `CamelCase`, `file.ext`) are noted too: they may
 //! name the project's code as well as a tool's.
 //!
 //! The words compared are the content words of the rest and of specific tokens but feature and
@@ -17,7 +17,7 @@
 //! [`weight`]): what is specific to a lesson (a tool, a flag, an error text) counts more than a
 //! word every entry has.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// Words that carry no subject: dropped before comparing. Negations are kept: `do not X` and `X`
 /// must not look alike. Sorted, for a binary search.
@@ -114,23 +114,43 @@ impl Context {
     }
 
     /// The context with the directories of the relative paths that `texts` name, of two
-    /// components or more (`tests/fixtures` of `tests/fixtures/tiny_leaves/`): a token such as
-    /// `build/dev`, which could be prose (`and/or`) or a tool's name (`bin/rails`), is then
-    /// known to be the project's directory.
+    /// components or more (`tests/fixtures` of `tests/fixtures/tiny_leaves/`), and the
+    /// two-component tokens of which two share their first component (`build/dev` and
+    /// `build/asan`): a token such as `build/dev`, which could be prose (`and/or`) or a tool's
+    /// name (`sidekiq/testing`), is then known to be the project's directory.
     pub fn with_directories_of<'t>(mut self, texts: impl IntoIterator<Item = &'t str>) -> Self {
+        // The two-component tokens by their first component: two of them under one
+        // (`build/dev`, `build/asan`) are the children of one directory of the project, where
+        // prose pairs words (`and/or`, `read/write`) each in its own way.
+        let mut pairs: HashMap<String, HashSet<String>> = HashMap::new();
         for text in texts {
             for token in text.split_whitespace().flat_map(|t| t.split(GLUE)) {
                 if !token.contains('/') {
                     continue;
                 }
                 let token = trim(token).to_lowercase();
-                if token.starts_with(['/', '\\', '~', '.']) || !looks_like_path(&token) {
+                if token.starts_with(['/', '\\', '~', '.']) {
+                    continue;
+                }
+                if !looks_like_path(&token) {
+                    if let Some((parent, child)) = two_components(&token) {
+                        pairs
+                            .entry(parent.to_string())
+                            .or_default()
+                            .insert(child.to_string());
+                    }
                     continue;
                 }
                 let components: Vec<&str> = token.split('/').filter(|c| !c.is_empty()).collect();
                 for end in 2..components.len() {
                     self.directories.insert(components[..end].join("/"));
                 }
+            }
+        }
+        for (parent, children) in pairs {
+            if children.len() >= 2 {
+                self.directories
+                    .extend(children.iter().map(|child| format!("{parent}/{child}")));
             }
         }
         self
@@ -140,6 +160,19 @@ impl Context {
     fn is_directory(&self, token: &str) -> bool {
         !self.directories.is_empty() && self.directories.contains(token.trim_end_matches('/'))
     }
+}
+
+/// The two components of `token` (`build/dev`), if it is two words of letters, digits, `_`, `-`
+/// or `.` joined by one `/`, the first starting with a letter.
+fn two_components(token: &str) -> Option<(&str, &str)> {
+    let (parent, child) = token.split_once('/')?;
+    let part = |c: &str| {
+        !c.is_empty()
+            && c.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+    };
+    (part(parent) && part(child) && parent.starts_with(|c: char| c.is_ascii_alphabetic()))
+        .then_some((parent, child))
 }
 
 /// A text as the curator reads it.
@@ -813,6 +846,32 @@ mod tests {
         // Without the paths that name them, two components could be prose or a tool's.
         assert!(paths(text, &Context::new("/p/tilecrush", ["F-001"])).is_empty());
         assert!(paths("bin/rails and/or sidekiq/testing", &context).is_empty());
+    }
+
+    #[test]
+    fn two_children_of_one_directory_are_the_projects_directories() {
+        let entries = [
+            "configure with cmake --preset dev; the tree lands in build/dev",
+            "ASan gets its own preset and build directory (build/asan)",
+            "read/write access and/or a lock",
+        ];
+        let paths = |text: &str, context: &Context| -> Vec<String> {
+            analyse(text, context)
+                .specifics
+                .into_iter()
+                .filter(|(kind, _)| *kind == Specific::Path)
+                .map(|(_, token)| token)
+                .collect()
+        };
+        let context = Context::new("/p/tilecrush", ["F-001"]).with_directories_of(entries);
+        assert_eq!(
+            paths("the tree lands in build/dev, read/write and/or", &context),
+            ["build/dev"]
+        );
+        // One child alone could be prose or a tool's name.
+        let alone = Context::new("/p/tilecrush", ["F-001"])
+            .with_directories_of(entries[..1].iter().copied());
+        assert!(paths("the tree lands in build/dev", &alone).is_empty());
     }
 
     #[test]
