@@ -549,6 +549,14 @@ fn earned(
     if !possible || judged.is_local(item) {
         return None;
     }
+    // Lessons that only report an earlier lesson applied are no knowledge of their own.
+    if item
+        .evidence
+        .iter()
+        .all(|e| matches!(e.tag, Tag::Trick | Tag::Lesson) && hygiene::reports_applied(&e.text))
+    {
+        return None;
+    }
     let wordings = hygiene::wordings(item);
     // The agent's call, when it made one, in place of the rules of thumb.
     let general = judged.general_wording(item);
@@ -790,6 +798,23 @@ mod tests {
         );
         assert_eq!(forgotten.len(), 1, "{forgotten:?}");
         assert_eq!(graduated_alone(&forgotten, &identities), []);
+    }
+
+    #[test]
+    fn lessons_that_report_a_lesson_applied_are_no_knowledge_of_their_own() {
+        let log = |mark: &str| {
+            items_of(&format!(
+                "[2026-04-24T10:00:00Z] worker F-1 LESSON: ran cargo fmt before the commit{mark}\n\
+                 [2026-04-24T11:00:00Z] worker F-2 LESSON: ran cargo fmt before committing{mark}\n\
+                 [2026-04-24T12:00:00Z] worker F-3 LESSON: cargo fmt ran before the commit{mark}\n"
+            ))
+        };
+        let identities: Identities = vec![(Role::Worker, None)];
+        assert_eq!(graduated_alone(&log(""), &identities).len(), 1);
+        for mark in [" this time", "; CI passed the first time for once"] {
+            assert_eq!(graduated_alone(&log(mark), &identities), [], "{mark}");
+        }
+        assert!(!hygiene::reports_applied("the first install takes a while"));
     }
 
     #[test]

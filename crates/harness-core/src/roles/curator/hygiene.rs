@@ -130,6 +130,29 @@ pub fn projects_rule(text: &str) -> bool {
     })
 }
 
+/// Whether the lesson `text` reports that its worker applied a lesson ("ran the formatter before
+/// the commit this time", "the hook passed the first time for once"): what went right once
+/// because an earlier lesson was followed, not new knowledge.
+pub fn reports_applied(text: &str) -> bool {
+    const MARKS: &[&[&str]] = &[
+        &["this", "time"],
+        &["first", "time"],
+        &["first", "try"],
+        &["for", "once"],
+    ];
+    let words: Vec<String> = text
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect();
+    words.windows(2).any(|pair| {
+        MARKS
+            .iter()
+            .any(|mark| pair[0] == mark[0] && pair[1] == mark[1])
+    })
+}
+
 /// Whether every entry of `item` names a feature id: knowledge about the project's features.
 pub fn about_features(item: &Item, context: &Context) -> bool {
     wordings(item).iter().all(|(text, ..)| {
