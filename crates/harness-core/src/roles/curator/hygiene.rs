@@ -9,7 +9,9 @@
 //! - an option's value (`--account=plantsci`) only when another mission's wording names it too
 //!   (a setting of the project, like its paths and ports);
 //! - an identifier or a file name (`assert_cmd`, `tailwind.config.js`) only when the entries of
-//!   two features or two missions name it (a tool's, not one feature's code);
+//!   two features or two missions name it (a tool's, not one feature's code); so a
+//!   `name:qualifier` (`spotless:apply`, a tool's goal), but one the project runs as a script
+//!   (`npm run db:seed`) only when another mission's wording names it too;
 //! - another mission's wording of the same knowledge only when it names the same code (a
 //!   command, a flag, a variable: [`code_atoms`]) or the same words in a row (an error's text)
 //!   as one of this mission's: words of one subject alone (`integration`, `test`, `run`) are
@@ -218,7 +220,9 @@ pub fn general_wording(
                 continue
             }
             None if analysis.identifiers.iter().any(|i| !confirmed(i, said)) => continue,
-            None => match without_one_mission(said, analysis, &all) {
+            None => match without_one_mission(said, analysis, &all, &|name| {
+                !script(said.text, name) && confirmed(name, said)
+            }) {
                 Some(text) => text,
                 None => continue,
             },
@@ -271,6 +275,7 @@ fn without_one_mission(
     said: &Said,
     analysis: &Analysis,
     all: &[(Said, Analysis)],
+    goal: &dyn Fn(&str) -> bool,
 ) -> Option<String> {
     let missions: BTreeSet<&str> = all.iter().map(|(s, _)| s.mission).collect();
     let mut placeholders = false;
@@ -278,6 +283,7 @@ fn without_one_mission(
         match kind {
             Specific::FeatureId | Specific::RunId | Specific::Project => return None,
             _ if elsewhere(all, said.mission, token) => {}
+            Specific::Name if goal(token) => {}
             Specific::Number | Specific::HostPort | Specific::Time if missions.len() >= 2 => {
                 placeholders = true
             }
@@ -385,6 +391,24 @@ pub fn option_values(text: &str) -> Vec<String> {
         })
         .map(str::to_lowercase)
         .collect()
+}
+
+/// Whether `name` (lowercase) is run as a script of the project in `text` (`npm run db:seed`):
+/// the word before it is `run`. A `name:qualifier` that is not (`./mvnw spotless:apply`,
+/// `bin/rails db:migrate`) is a tool's goal, general when two features or two missions name it,
+/// as an identifier is.
+fn script(text: &str, name: &str) -> bool {
+    let words: Vec<String> = text
+        .split_whitespace()
+        .map(|word| {
+            word.trim_matches(|c: char| !(c.is_alphanumeric() || "-_:./".contains(c)))
+                .trim_end_matches([':', '.'])
+                .to_lowercase()
+        })
+        .collect();
+    words
+        .windows(2)
+        .any(|pair| pair[1] == name && pair[0] == "run")
 }
 
 /// Whether a wording of another mission than `mission` names `token` (lowercase).
@@ -501,6 +525,31 @@ mod tests {
             assert!(atoms.contains(atom), "{atom}: {atoms:?}");
         }
         assert!(code_atoms("end-to-end tests and ISO-8601 text").is_empty());
+    }
+
+    #[test]
+    fn a_tools_goal_named_by_two_features_is_general_and_a_script_is_not() {
+        let api = Context::new("/p/parcelhub", ["F-001", "F-003"]);
+        let goal = [
+            "run ./mvnw spotless:apply before committing or the build fails",
+            "the build failed on formatting again; ./mvnw spotless:apply before committing",
+        ];
+        let by = |texts: [&'static str; 2], second: &'static str| -> Option<String> {
+            let saids = [
+                said(texts[0], "api", &api, "F-001"),
+                said(texts[1], "api", &api, second),
+            ];
+            general_wording(&saids, &[], TWO, None)
+        };
+        assert!(by(goal, "F-003").is_some());
+        // Named by one feature only, it may be the project's own.
+        assert_eq!(by(goal, "F-001"), None);
+        // A script the project runs is the project's, however many features name it.
+        let script = [
+            "npm run db:seed loads the demo products the tests expect",
+            "the tests expect the demo products: npm run db:seed first",
+        ];
+        assert_eq!(by(script, "F-003"), None);
     }
 
     #[test]
