@@ -10,8 +10,8 @@
 //!
 //! The words compared are the content words of the rest and of specific tokens but feature and
 //! run ids, dates and times (they differ between runs of the same lesson): lowercase, `n't` read
-//! as `not`, a path reduced to its last two components, flags kept whole as well as split,
-//! common English words and filler verbs (`the`, `use`, `always`…) dropped, irregular past
+//! as `not`, a path reduced to its last two components, flags kept whole as well as split, a
+//! word with a prefix kept whole (`pre-commit`), common English words and filler verbs (`the`, `use`, `always`…) dropped, irregular past
 //! tenses and a light stemmer folding plurals and `-ed`/`-ing`. Two word sets are compared by
 //! their Dice coefficient, each word weighted by how rare it is among the sets compared (see
 //! [`weight`]): what is specific to a lesson (a tool, a flag, an error text) counts more than a
@@ -330,6 +330,18 @@ fn read(text: &str, context: &Context, identifiers: bool) -> Analysis {
             let flag = compared.split('=').next().unwrap_or(compared);
             analysis.words.push(format!("`{flag}"));
         }
+        // A word with a prefix (`pre-commit`, `non-null`) is one word, not two: `commit`
+        // of `pre-commit` is not the commit of `before each commit`.
+        let prefixed = specific.is_none()
+            && compared.split_once('-').is_some_and(|(prefix, rest)| {
+                PREFIXES.binary_search(&prefix).is_ok()
+                    && rest.len() >= 2
+                    && rest.bytes().all(|b| b.is_ascii_lowercase())
+            });
+        if prefixed {
+            analysis.words.push(stem(compared));
+            continue;
+        }
         for run in compared.split(|c: char| !c.is_alphanumeric()) {
             add(run, &mut analysis.words);
         }
@@ -390,6 +402,11 @@ fn join_digit_groups(text: String) -> String {
 /// one lesson). Sorted.
 const UNITS: &[&str] = &[
     "gb", "hour", "hours", "kb", "mb", "minute", "minutes", "ms", "second", "seconds",
+];
+
+/// English prefixes that make one word with what follows their hyphen. Sorted.
+const PREFIXES: &[&str] = &[
+    "anti", "co", "de", "multi", "non", "post", "pre", "re", "semi", "sub", "un",
 ];
 
 /// Where a token of code is cut into the tokens it glues together.
@@ -890,6 +907,15 @@ mod tests {
             words("the install takes 14 minutes, 300 MB"),
             ["300", "install", "tak"]
         );
+    }
+
+    #[test]
+    fn a_prefixed_word_is_one_word() {
+        assert_eq!(words("pre-commit runs"), ["pre-commit", "run"]);
+        assert!(!words("a non-null pre-commit hook").contains(&"commit".to_string()));
+        // Other compounds are read as their parts, as before.
+        assert_eq!(words("clang-format"), ["clang", "format"]);
+        assert!(PREFIXES.windows(2).all(|pair| pair[0] < pair[1]));
     }
 
     #[test]
