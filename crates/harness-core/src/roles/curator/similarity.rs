@@ -680,6 +680,7 @@ const IRREGULAR: &[(&str, &str)] = &[
     ("shown", "show"),
     ("stuck", "hang"),
     ("taken", "take"),
+    ("timed", "hang"),
     ("timeout", "hang"),
     ("took", "take"),
     ("went", "go"),
@@ -688,7 +689,8 @@ const IRREGULAR: &[(&str, &str)] = &[
 ];
 
 /// The base form of a common irregular past tense or participle, or the one word for words
-/// that say the same of a process (`hung`, `stuck`, `timeout` → `hang`; `returns` → `exit`).
+/// that say the same of a process (`hung`, `stuck`, `timed`, `timeout` → `hang`; `returns` →
+/// `exit`).
 fn irregular(word: &str) -> Option<&'static str> {
     looked_up(IRREGULAR, word)
 }
@@ -1057,6 +1059,11 @@ mod tests {
         }
         assert_eq!(words("ran it, it hung"), words("run it, it hangs"));
         assert_eq!(words("forgot cargo fmt"), words("forget cargo fmt"));
+        // A run that timed out hung until its timeout.
+        assert_eq!(
+            words("the iteration timed out"),
+            words("the iteration hung out")
+        );
     }
 
     #[test]
