@@ -113,12 +113,7 @@ pub fn projects_rule(text: &str) -> bool {
         "rejects", "requires", "wants",
     ];
     const ASKS: &[&str] = &["asks", "demands", "expects", "insists", "requires", "wants"];
-    let words: Vec<String> = text
-        .to_lowercase()
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_string)
-        .collect();
+    let words = lowered_words(text);
     words.iter().enumerate().any(|(at, word)| {
         let verbs = match word.as_str() {
             "project" => ASKS,
@@ -142,17 +137,21 @@ pub fn reports_applied(text: &str) -> bool {
         &["first", "try"],
         &["for", "once"],
     ];
-    let words: Vec<String> = text
-        .to_lowercase()
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_string)
-        .collect();
+    let words = lowered_words(text);
     words.windows(2).any(|pair| {
         MARKS
             .iter()
             .any(|mark| pair[0] == mark[0] && pair[1] == mark[1])
     })
+}
+
+/// The words of `text`, lowercase: its runs of letters and digits.
+fn lowered_words(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// Whether every entry of `item` names a feature id: knowledge about the project's features.

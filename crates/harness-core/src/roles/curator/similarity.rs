@@ -845,6 +845,16 @@ mod tests {
         similarity(&words(a), &words(b))
     }
 
+    /// The tokens of `text` read as paths of one mission.
+    fn paths(text: &str, context: &Context) -> Vec<String> {
+        analyse(text, context)
+            .specifics
+            .into_iter()
+            .filter(|(kind, _)| *kind == Specific::Path)
+            .map(|(_, token)| token)
+            .collect()
+    }
+
     #[test]
     fn a_directory_of_the_projects_paths_is_a_path_where_it_stands_alone() {
         let entries = [
@@ -852,14 +862,6 @@ mod tests {
             "tests read tests/fixtures/tiny_leaves/ (24 small JPEGs)",
         ];
         let context = Context::new("/p/tilecrush", ["F-001"]).with_directories_of(entries);
-        let paths = |text: &str, context: &Context| -> Vec<String> {
-            analyse(text, context)
-                .specifics
-                .into_iter()
-                .filter(|(kind, _)| *kind == Specific::Path)
-                .map(|(_, token)| token)
-                .collect()
-        };
         let text = "point clang-tidy there with -p build/dev; the fixture in tests/fixtures";
         assert_eq!(paths(text, &context), ["build/dev", "tests/fixtures"]);
         // Without the paths that name them, two components could be prose or a tool's.
@@ -874,14 +876,6 @@ mod tests {
             "ASan gets its own preset and build directory (build/asan)",
             "read/write access and/or a lock",
         ];
-        let paths = |text: &str, context: &Context| -> Vec<String> {
-            analyse(text, context)
-                .specifics
-                .into_iter()
-                .filter(|(kind, _)| *kind == Specific::Path)
-                .map(|(_, token)| token)
-                .collect()
-        };
         let context = Context::new("/p/tilecrush", ["F-001"]).with_directories_of(entries);
         assert_eq!(
             paths("the tree lands in build/dev, read/write and/or", &context),
