@@ -13,7 +13,8 @@
 //!   other's words (`MSRV`, "the minimum supported Rust version"); but not when each says a
 //!   different thing is done to it ("tiles are decoded with libpng", "tiles are re-encoded as
 //!   WebP": what a decision says is done to its subject, the participle after the copula, is
-//!   part of that subject);
+//!   part of that subject, negated or not: "accounts are never deleted", "archived accounts are
+//!   hidden by a query filter");
 //! - one states no subject and names every word of the subject of two words or more that the
 //!   other states ("parcels get bigint primary keys", "every table's primary key is a UUIDv7");
 //! - the newer says that it changes something ("now", "instead of", "no more", "moved to",
@@ -549,7 +550,14 @@ fn action(text: &str, context: &Context) -> Option<String> {
     let next = words[copula + 1..]
         .iter()
         .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
-        .find(|w| !matches!(*w, "now" | "still" | "always" | "only" | "all" | "then"))?;
+        // A negated participle is still what is done to the subject: "accounts are never
+        // deleted" and "archived accounts are hidden by a filter" are two things.
+        .find(|w| {
+            !matches!(
+                *w,
+                "now" | "still" | "always" | "only" | "all" | "then" | "never" | "not"
+            )
+        })?;
     let participle =
         (next.len() > 4 && next.ends_with("ed")) || PARTICIPLES.binary_search(&next).is_ok();
     if !participle {
@@ -942,6 +950,19 @@ mod tests {
         );
         assert!(PARTICIPLES.windows(2).all(|pair| pair[0] < pair[1]));
     }
+    #[test]
+    fn a_negated_participle_is_what_is_done_to_the_subject() {
+        let items = grouped(
+            "[2026-08-03T09:30:00Z] worker F-002 DECISION: accounts are never deleted: DELETE sets IsArchived, because journal lines keep pointing at them\n\
+             [2026-08-06T11:00:00Z] worker F-012 DECISION: archived accounts are hidden by a global query filter; only the audit export reads them\n",
+        );
+        assert_eq!(successor_of(&items, "accounts are never"), None);
+        assert_eq!(
+            action("accounts are never deleted", &Context::default()).as_deref(),
+            Some("delet")
+        );
+    }
+
     /// Each decision of `items` starting with `start`, and its successor's text.
     fn successor_of<'a>(items: &'a [Item], start: &str) -> Option<&'a str> {
         let found = successors(items);
