@@ -16,7 +16,9 @@
 //!   part of that subject, negated or not: "accounts are never deleted", "archived accounts are
 //!   hidden by a query filter");
 //! - one states no subject and names every word of the subject of two words or more that the
-//!   other states ("parcels get bigint primary keys", "every table's primary key is a UUIDv7");
+//!   other states ("parcels get bigint primary keys", "every table's primary key is a UUIDv7"),
+//!   in prose: a word inside code (`{:shift_changed, shift_id}`) names what the code carries;
+//!   and one that states no subject is alike in words only if it is outside its code too;
 //! - the newer says that it changes something ("now", "instead of", "no more", "moved to",
 //!   "replaces"…) and names what is rare in the older (a word of at most [`RARE`] items, such
 //!   as the tool it replaces), or is like it (a weighted similarity of [`MARKED_SIMILARITY`] or
@@ -98,8 +100,9 @@ struct Decision {
     /// any preposition: its head (`tide curves` → `curv`; `the predictions of a station` →
     /// `prediction`).
     about: BTreeSet<String>,
-    /// All its words.
+    /// All its words; and those it says outside code, sorted (see [`prose`]).
     words: BTreeSet<String>,
+    prose: Vec<String>,
     /// The words it negates: each that follows a negation (`no autocast`, `nothing throws`).
     negated: BTreeSet<String>,
     head: Option<String>,
@@ -149,6 +152,7 @@ impl Decision {
         Self {
             about,
             words: item.words.iter().cloned().collect(),
+            prose: prose(text, context),
             negated: negated(text, context),
             head,
             action: action(text, context),
@@ -216,6 +220,13 @@ impl Decision {
             })
     }
 
+    /// Whether `newer`, alike in words, is alike in what it says: one that states no subject
+    /// must be alike outside its code too ("a schedule broadcast carries only
+    /// `{:shift_changed, shift_id}`" is not about "every change to a shift").
+    fn alike_in_prose(&self, newer: &Decision, supersede: f64) -> bool {
+        !newer.about.is_empty() || similarity(&self.prose, &newer.prose) >= supersede
+    }
+
     /// Whether `word` is the head of its subject (any word of it, when it has none).
     fn is_head(&self, word: &str) -> bool {
         self.head.as_deref().is_none_or(|head| head == word)
@@ -233,10 +244,15 @@ impl Decision {
         // One that states no subject is about the subject of two words or more that the other
         // states when it names all of them ("parcels get bigint primary keys", "every table's
         // primary key is…"); a subject of one word is too often named in passing.
+        // Named in prose: a word inside code (`{:shift_changed, id}`) names what the code
+        // carries, not what is decided about ("every change to a shift is broadcast…").
         let named = |stated: &Decision, unstated: &Decision| {
             stated.about.len() >= 2
                 && unstated.about.is_empty()
-                && stated.about.is_subset(&unstated.words)
+                && stated
+                    .about
+                    .iter()
+                    .all(|word| unstated.prose.binary_search(word).is_ok())
         };
         self.about
             .intersection(&other.about)
@@ -295,7 +311,8 @@ pub fn mark(
     let offer = |a: usize, b: usize, successors: &mut Successors| {
         successors.offer(a, b, |older, newer| {
             let score = score(a, b);
-            replaces(&read[older], &read[newer], score, score >= supersede)
+            let alike = score >= supersede && read[older].alike_in_prose(&read[newer], supersede);
+            replaces(&read[older], &read[newer], score, alike)
         });
     };
     if supersede > 0.0 {
@@ -303,7 +320,8 @@ pub fn mark(
         join::candidate_pairs(&ids, supersede, cancel, |a, b, pair| {
             successors.offer(a, b, |older, newer| {
                 let score = pair.reaches()?;
-                replaces(&read[older], &read[newer], score, true)
+                let alike = read[older].alike_in_prose(&read[newer], supersede);
+                replaces(&read[older], &read[newer], score, alike)
             });
         })?;
     } else {
@@ -585,6 +603,19 @@ fn negated(text: &str, context: &Context) -> BTreeSet<String> {
     negated
 }
 
+/// The words of `text` outside its code, sorted: tokens holding `_`, a brace or a backquote
+/// are left out.
+fn prose(text: &str, context: &Context) -> Vec<String> {
+    let kept: Vec<&str> = text
+        .split_whitespace()
+        .filter(|token| !token.contains(['_', '{', '}', '`']))
+        .collect();
+    let mut words = super::similarity::read_words(&kept.join(" "), context).words;
+    words.sort();
+    words.dedup();
+    words
+}
+
 /// The words a decision says it replaces: those after "instead of" or "no more", to the end of
 /// their clause.
 fn named(text: &str, context: &Context) -> BTreeSet<String> {
@@ -766,7 +797,9 @@ pub(super) fn naive(items: &[Item], supersede: f64, context: &Context) -> Vec<Op
         for b in a + 1..decisions.len() {
             let score = similarity(&items[decisions[a]].words, &items[decisions[b]].words);
             successors.offer(a, b, |older, newer| {
-                replaces(&read[older], &read[newer], score, score >= supersede)
+                let alike =
+                    score >= supersede && read[older].alike_in_prose(&read[newer], supersede);
+                replaces(&read[older], &read[newer], score, alike)
             });
         }
     }
@@ -961,6 +994,21 @@ mod tests {
             action("accounts are never deleted", &Context::default()).as_deref(),
             Some("delet")
         );
+    }
+
+    #[test]
+    fn words_inside_code_do_not_name_a_subject() {
+        let items = grouped(
+            "[2026-11-03T10:40:00Z] worker F-006 DECISION: every change to a shift is broadcast on Phoenix.PubSub under the topic \"schedule:<cafe_id>\"\n\
+             [2026-11-03T13:00:00Z] worker F-007 DECISION: a schedule broadcast carries only {:shift_changed, shift_id}; each LiveView reloads that shift through the context\n",
+        );
+        assert_eq!(successor_of(&items, "every change to a shift"), None);
+        // Said in prose, the same subject is named.
+        let items = grouped(
+            "[2026-11-03T10:40:00Z] worker F-006 DECISION: every change to a shift is broadcast on Phoenix.PubSub under the topic \"schedule:<cafe_id>\"\n\
+             [2026-11-03T13:00:00Z] worker F-007 DECISION: we broadcast each change to a shift through a schedule channel of the cafe\n",
+        );
+        assert!(successor_of(&items, "every change to a shift").is_some());
     }
 
     /// Each decision of `items` starting with `start`, and its successor's text.
