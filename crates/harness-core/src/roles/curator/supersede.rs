@@ -100,9 +100,11 @@ struct Decision {
     /// any preposition: its head (`tide curves` → `curv`; `the predictions of a station` →
     /// `prediction`).
     about: BTreeSet<String>,
-    /// All its words; and those it says outside code, sorted (see [`prose`]).
+    /// All its words; and those it says outside code, sorted (see [`prose`]), with whether
+    /// it has any code at all (when not, its prose is its words).
     words: BTreeSet<String>,
     prose: Vec<String>,
+    has_code: bool,
     /// The words it negates: each that follows a negation (`no autocast`, `nothing throws`).
     negated: BTreeSet<String>,
     head: Option<String>,
@@ -149,10 +151,12 @@ impl Decision {
             })
         };
         let (about, head) = subject(text, context);
+        let prose = prose(text, context);
         Self {
             about,
             words: item.words.iter().cloned().collect(),
-            prose: prose(text, context),
+            has_code: prose.is_some(),
+            prose: prose.unwrap_or_else(|| item.words.clone()),
             negated: negated(text, context),
             head,
             action: action(text, context),
@@ -224,7 +228,9 @@ impl Decision {
     /// must be alike outside its code too ("a schedule broadcast carries only
     /// `{:shift_changed, shift_id}`" is not about "every change to a shift").
     fn alike_in_prose(&self, newer: &Decision, supersede: f64) -> bool {
-        !newer.about.is_empty() || similarity(&self.prose, &newer.prose) >= supersede
+        !newer.about.is_empty()
+            || !(self.has_code || newer.has_code)
+            || similarity(&self.prose, &newer.prose) >= supersede
     }
 
     /// Whether `word` is the head of its subject (any word of it, when it has none).
@@ -604,16 +610,17 @@ fn negated(text: &str, context: &Context) -> BTreeSet<String> {
 }
 
 /// The words of `text` outside its code, sorted: tokens holding `_`, a brace or a backquote
-/// are left out.
-fn prose(text: &str, context: &Context) -> Vec<String> {
-    let kept: Vec<&str> = text
-        .split_whitespace()
-        .filter(|token| !token.contains(['_', '{', '}', '`']))
-        .collect();
+/// are left out. `None` when it has no such token.
+fn prose(text: &str, context: &Context) -> Option<Vec<String>> {
+    let code = |token: &&str| token.contains(['_', '{', '}', '`']);
+    if !text.split_whitespace().any(|token| code(&token)) {
+        return None;
+    }
+    let kept: Vec<&str> = text.split_whitespace().filter(|t| !code(t)).collect();
     let mut words = super::similarity::read_words(&kept.join(" "), context).words;
     words.sort();
     words.dedup();
-    words
+    Some(words)
 }
 
 /// The words a decision says it replaces: those after "instead of" or "no more", to the end of
