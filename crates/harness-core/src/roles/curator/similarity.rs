@@ -5,17 +5,17 @@
 //! mission id, the project's name, an e-mail address, a URL, a host and port, a date or a time,
 //! a number of three digits or more, a path (`src/db/`, `a/b/c.ts`, `/api/v1`, or a directory
 //! that the mission's paths name, `build/dev` of `build/dev/app` or beside `build/asan`), an
-//! `npm`-style `name:qualifier`. Identifiers (`snake_case`, `CamelCase`, `file.ext`) are noted too: they may
-//! name the project's code as well as a tool's.
+//! `npm`-style `name:qualifier`. Identifiers (`snake_case`, `CamelCase`, `file.ext`) are noted
+//! too: they may name the project's code as well as a tool's.
 //!
 //! The words compared are the content words of the rest and of specific tokens but feature and
 //! run ids, dates and times (they differ between runs of the same lesson): lowercase, `n't` read
 //! as `not`, a path reduced to its last two components, flags kept whole as well as split, a
-//! word with a prefix kept whole (`pre-commit`), common English words and filler verbs (`the`, `use`, `always`…) dropped, irregular past
-//! tenses and a light stemmer folding plurals and `-ed`/`-ing`. Two word sets are compared by
-//! their Dice coefficient, each word weighted by how rare it is among the sets compared (see
-//! [`weight`]): what is specific to a lesson (a tool, a flag, an error text) counts more than a
-//! word every entry has.
+//! word with a prefix kept whole (`pre-commit`), common English words and filler verbs (`the`,
+//! `use`, `always`…) dropped, irregular past tenses and a light stemmer folding plurals and
+//! `-ed`/`-ing`. Two word sets are compared by their Dice coefficient, each word weighted by how
+//! rare it is among the sets compared (see [`weight`]): what is specific to a lesson (a tool, a
+//! flag, an error text) counts more than a word every entry has.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 

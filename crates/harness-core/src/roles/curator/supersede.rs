@@ -609,7 +609,7 @@ fn negated(text: &str, context: &Context) -> BTreeSet<String> {
     negated
 }
 
-/// The words of `text` outside its code, sorted: tokens holding `_`, a brace or a backquote
+/// The words of `text` outside its code, sorted as [`Item::words`]: tokens holding `_`, a brace or a backquote
 /// are left out. `None` when it has no such token.
 fn prose(text: &str, context: &Context) -> Option<Vec<String>> {
     let code = |token: &&str| token.contains(['_', '{', '}', '`']);
@@ -617,10 +617,7 @@ fn prose(text: &str, context: &Context) -> Option<Vec<String>> {
         return None;
     }
     let kept: Vec<&str> = text.split_whitespace().filter(|t| !code(t)).collect();
-    let mut words = super::similarity::read_words(&kept.join(" "), context).words;
-    words.sort();
-    words.dedup();
-    Some(words)
+    Some(super::similarity::read_words(&kept.join(" "), context).words)
 }
 
 /// The words a decision says it replaces: those after "instead of" or "no more", to the end of
