@@ -124,7 +124,8 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn of_mode(mode: libc::mode_t) -> Kind {
+    /// The kind a status's mode says.
+    pub(crate) fn of_mode(mode: libc::mode_t) -> Kind {
         match mode & libc::S_IFMT {
             libc::S_IFREG => Kind::File,
             libc::S_IFDIR => Kind::Dir,
@@ -578,7 +579,7 @@ fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
 /// Which file `stat` is: its device and inode.
 // st_dev and st_ino are not u64 on every platform.
 #[allow(clippy::unnecessary_cast)]
-fn identity_of(stat: &libc::stat) -> (u64, u64) {
+pub(crate) fn identity_of(stat: &libc::stat) -> (u64, u64) {
     (stat.st_dev as u64, stat.st_ino as u64)
 }
 

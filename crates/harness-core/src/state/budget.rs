@@ -78,12 +78,13 @@ mod watch;
 /// What tells one version of a file from another without reading it.
 type FileKey = (u64, u64, u64, i64, i64);
 
-// st_dev and st_ino are not u64 on every platform.
+// st_mtime and st_mtime_nsec are not i64 on every platform.
 #[allow(clippy::unnecessary_cast)]
 fn file_key(stat: &libc::stat) -> FileKey {
+    let (device, inode) = fs::identity_of(stat);
     (
-        stat.st_dev as u64,
-        stat.st_ino as u64,
+        device,
+        inode,
         stat.st_size as u64,
         stat.st_mtime as i64,
         stat.st_mtime_nsec as i64,
@@ -97,7 +98,7 @@ fn key_in(dir: &fs::Dir, name: &str) -> Option<FileKey> {
 
 /// The key of a status, when it is a regular file's.
 fn regular_file_key(stat: libc::stat) -> Option<FileKey> {
-    (stat.st_mode & libc::S_IFMT == libc::S_IFREG).then(|| file_key(&stat))
+    (fs::Kind::of_mode(stat.st_mode) == fs::Kind::File).then(|| file_key(&stat))
 }
 
 /// The key of the file at `path`, when it is a regular file (never through a link).

@@ -97,12 +97,9 @@ pub(super) struct Armed {
 }
 
 /// The device and inode of the directory `name` in `dir` (not a link), if there is one.
-// st_dev and st_ino are not u64 on every platform.
-#[allow(clippy::unnecessary_cast)]
 fn dir_identity(dir: &fs::Dir, name: &OsStr) -> Option<(u64, u64)> {
     let stat = dir.stat(name).ok()??;
-    (stat.st_mode & libc::S_IFMT == libc::S_IFDIR)
-        .then_some((stat.st_dev as u64, stat.st_ino as u64))
+    (fs::Kind::of_mode(stat.st_mode) == fs::Kind::Dir).then(|| fs::identity_of(&stat))
 }
 
 /// The identity of the top directory `tree` now, looked up from the state directory's path.
