@@ -539,11 +539,11 @@ fn earned(
 ) -> Option<(Rule, String, String)> {
     let sources = independent(item);
     let trick = item.evidence.iter().any(|e| e.tag == Tag::Trick);
-    let learned = !trick
-        && sources.len() >= params.graduate_trick_workers
-        && learned_after_failure(item, context);
+    // A lesson another feature's worker drew from a failure is confirmed as a TRICK is.
+    let by_workers = sources.len() >= params.graduate_trick_workers
+        && (trick || learned_after_failure(item, context));
     let missions = recurrence.missions_of(item);
-    let possible = ((trick || learned) && sources.len() >= params.graduate_trick_workers)
+    let possible = by_workers
         || missions.len() >= params.graduate_failure_missions
         || sources.len() >= params.graduate_convention_times;
     if !possible || judged.is_local(item) {
@@ -584,8 +584,7 @@ fn earned(
         .collect();
     let others = recurrence.others(item);
     let wording = |needed| hygiene::general_wording(&own, &others, needed, general);
-    // A lesson another feature's worker drew from a failure is confirmed as a TRICK is.
-    if (trick || learned) && sources.len() >= params.graduate_trick_workers {
+    if by_workers {
         let needed = Needed::Features {
             count: params.graduate_trick_workers,
             trick,
