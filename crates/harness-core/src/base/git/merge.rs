@@ -158,8 +158,8 @@ fn one_line(text: &str) -> String {
 /// If every change in the main tree (index, files, untracked files) is one that merging `branch`
 /// into HEAD makes, with that merge's content or a torn write of it — what a merge killed after
 /// or while updating the tree, before committing, leaves — undoes it and returns true. Changes
-/// of any other kind are the user's: nothing is touched and false is returned. Needs `git merge-tree --write-tree` (git
-/// 2.38); without it, nothing is recognised.
+/// of any other kind are the user's: nothing is touched and false is returned. Needs `git
+/// merge-tree --write-tree` (git 2.38); without it, nothing is recognised.
 fn undo_interrupted_merge(main: &Path, branch: &str) -> anyhow::Result<bool> {
     let Some((true, tree)) = git(main, &["merge-tree", "--write-tree", "HEAD", branch]) else {
         return Ok(false);
