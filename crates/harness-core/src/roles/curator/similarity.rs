@@ -457,6 +457,13 @@ fn specific(token: &str, context: &Context) -> Option<Specific> {
     if token.contains("://") {
         return Some(Specific::Url);
     }
+    // A line of a file (`test/accounts_test.exs:42`) is in a path, not at a host's port.
+    let line_of_file = token.rsplit_once(':').is_some_and(|(file, line)| {
+        !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) && looks_like_path(file)
+    });
+    if line_of_file {
+        return Some(Specific::Path);
+    }
     if has_port(token) {
         return Some(Specific::HostPort);
     }
@@ -965,6 +972,10 @@ mod tests {
             (
                 "curl -s localhost:3001/api/products | jq",
                 &[(HostPort, "localhost:3001/api/products")],
+            ),
+            (
+                "mix test test/shop/cart_test.exs:42 runs the one test",
+                &[(Path, "test/shop/cart_test.exs:42")],
             ),
             (
                 "EADDRINUSE :::3001 on npm run api",
