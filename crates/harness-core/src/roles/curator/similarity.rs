@@ -613,10 +613,18 @@ fn looks_like_number(token: &str) -> bool {
     three || (parts.len() >= 2 && parts.iter().all(|p| digits(p)))
 }
 
-/// `db:seed`: a word, one colon, a word (not `a::b`, not a URL).
+/// Words that stand for any value of their kind when written `file:line`, `path:line`.
+const PLACEHOLDER_WORDS: &[&str] = &["col", "column", "file", "line", "path"];
+
+/// `db:seed`: a word, one colon, a word (not `a::b`, not a URL, not `path:line`, which says
+/// where in any file).
 fn looks_like_name(token: &str) -> bool {
+    let placeholders = |name: &str, qualifier: &str| {
+        PLACEHOLDER_WORDS.contains(&name) && PLACEHOLDER_WORDS.contains(&qualifier)
+    };
     token.split_once(':').is_some_and(|(name, qualifier)| {
-        !name.is_empty()
+        !placeholders(name, qualifier)
+            && !name.is_empty()
             && !qualifier.is_empty()
             && !qualifier.contains(':')
             && name.starts_with(|c: char| c.is_ascii_alphabetic())
@@ -993,6 +1001,7 @@ mod tests {
                 "npm run db:seed loads 40 products in src/db/seed.ts",
                 &[(Name, "db:seed"), (Path, "src/db/seed.ts")],
             ),
+            ("mix test path:line for the test being fixed", &[]),
             (
                 "prices as numeric(12,2) and a total of 59.98",
                 &[(Number, "59.98")],
