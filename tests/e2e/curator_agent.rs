@@ -10,10 +10,10 @@ use harness_tests::{code, text, Project};
 /// alone never graduate it), a trick they graduate, two decisions on one subject in other
 /// words, and two remarks on one thing in other words.
 const RAW: &str = "\
-[2026-05-04T08:00:00Z] worker F-001 TRICK: npx drizzle-kit generate --config tools/db/drizzle.config.ts writes the SQL migration
+[2026-05-04T08:00:00Z] worker F-001 TRICK: npx drizzle-kit generate reads tools/db/drizzle.config.ts and writes the SQL migration
 [2026-05-04T08:00:00Z] worker F-001 DECISION: REST endpoints are versioned under a path prefix
 [2026-05-04T08:00:00Z] worker F-001 -: iteration 1 of F-001: completed
-[2026-05-04T09:00:00Z] worker F-002 TRICK: run npx drizzle-kit generate --config tools/db/drizzle.config.ts after each schema change
+[2026-05-04T09:00:00Z] worker F-002 TRICK: run npx drizzle-kit generate after each schema change; it reads tools/db/drizzle.config.ts
 [2026-05-04T09:00:00Z] worker F-002 TRICK: cargo test -q keeps the output short
 [2026-05-04T09:00:00Z] worker F-002 LESSON: reload the page after the service worker updates
 [2026-05-04T09:00:00Z] worker F-002 -: iteration 1 of F-002: completed

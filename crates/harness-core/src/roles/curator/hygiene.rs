@@ -26,7 +26,7 @@ use crate::state::memory::Tag;
 
 use super::items::Item;
 use super::similarity::{
-    analyse, is_content_word, replace_specifics, similarity, Analysis, Context, Specific,
+    self, analyse, is_content_word, replace_specifics, similarity, Analysis, Context, Specific,
 };
 
 /// A wording of a piece of knowledge and where it was said.
@@ -286,6 +286,9 @@ fn without_one_mission(
             Specific::Number | Specific::HostPort | Specific::Time if missions.len() >= 2 => {
                 placeholders = true
             }
+            // An option's argument (`-p build/dev`) is where this project keeps it; the
+            // option is what is known.
+            Specific::Path if after_flag(said.text, token) => placeholders = true,
             _ => return None,
         }
     }
@@ -309,9 +312,25 @@ fn without_one_mission(
         return Some(said.text.to_string());
     }
     Some(replace_specifics(said.text, said.context, |kind, token| {
-        !matches!(kind, Specific::Number | Specific::HostPort | Specific::Time)
-            || elsewhere(all, said.mission, token)
+        let placeholder = match kind {
+            Specific::Number | Specific::HostPort | Specific::Time => true,
+            Specific::Path => after_flag(said.text, token),
+            _ => false,
+        };
+        !placeholder || elsewhere(all, said.mission, token)
     }))
+}
+
+/// Whether `token` (lowercase, as read) follows a flag in `text` (`-p build/dev`).
+fn after_flag(text: &str, token: &str) -> bool {
+    let tokens: Vec<&str> = text.split_whitespace().collect();
+    tokens.windows(2).any(|pair| {
+        pair[0].starts_with('-')
+            && pair[0]
+                .trim_start_matches('-')
+                .starts_with(char::is_alphabetic)
+            && similarity::trimmed(pair[1]).to_lowercase() == token
+    })
 }
 
 /// The atoms of the code that `text` names, lowercase: each flag (`--offline`, `-a`) whole,
@@ -583,6 +602,37 @@ mod tests {
             option_values("go test -count=1 ./..., -Dtest=<class>, --no-pager and --pool=forks"),
             ["forks"]
         );
+    }
+
+    #[test]
+    fn a_path_given_to_an_option_is_a_placeholder() {
+        let web = Context::new("/p/shopfront", ["F-001", "F-002"]);
+        // A path given to an option is where this project keeps it: the option is general.
+        let tidy = |text| said(text, "web", &web, "F-001");
+        let own = [
+            tidy("clang-tidy needs compile_commands.json: point it there with -p out/build/dev"),
+            said(
+                "clang-tidy found no flags until it was given compile_commands.json",
+                "web",
+                &web,
+                "F-002",
+            ),
+        ];
+        assert_eq!(
+            general_wording(&own, &[], TWO, None).as_deref(),
+            Some("clang-tidy needs compile_commands.json: point it there with -p <path>")
+        );
+        // A path that is what the knowledge is about is the project's.
+        let own = [
+            tidy("the shared zod schemas in src/shared/ serve the API and the front end"),
+            said(
+                "change the zod schemas in src/shared/ only: the API and the front end use them",
+                "web",
+                &web,
+                "F-002",
+            ),
+        ];
+        assert_eq!(general_wording(&own, &[], TWO, None), None);
     }
 
     #[test]

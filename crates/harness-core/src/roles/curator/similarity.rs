@@ -128,7 +128,7 @@ impl Context {
                 if !token.contains('/') {
                     continue;
                 }
-                let token = trim(token).to_lowercase();
+                let token = trimmed(token).to_lowercase();
                 if token.starts_with(['/', '\\', '~', '.']) {
                     continue;
                 }
@@ -244,7 +244,7 @@ pub fn replace_specifics(
     let mut out = String::with_capacity(text.len());
     for piece in text.split_inclusive(char::is_whitespace) {
         let token = piece.trim_end_matches(char::is_whitespace);
-        let core = trim(token);
+        let core = trimmed(token);
         let lowered = core.to_lowercase();
         match specific(&lowered, context) {
             Some(kind) if !core.is_empty() && !keep(kind, &lowered) => {
@@ -302,7 +302,7 @@ fn read(text: &str, context: &Context, identifiers: bool) -> Analysis {
     };
     // Code glued to a word is read apart (`describe("F-002` names a feature id).
     for token in lowered.split_whitespace().flat_map(|t| t.split(GLUE)) {
-        let token = trim(token);
+        let token = trimmed(token);
         if token.is_empty() {
             continue;
         }
@@ -417,7 +417,7 @@ const PREFIXES: &[&str] = &[
 const GLUE: [char; 5] = ['(', '"', '[', '{', '`'];
 
 /// A token without the punctuation around it: quotes, brackets, and a sentence's `,;:.!?`.
-fn trim(token: &str) -> &str {
+pub fn trimmed(token: &str) -> &str {
     token
         .trim_start_matches(TRIM_START)
         .trim_end_matches(TRIM_END)
