@@ -52,7 +52,10 @@ impl Judgments {
         self == &Judgments::default()
     }
 
-    /// These calls and `more` (those of `more` last), without repeats.
+    /// These calls and `more` (those of `more` last), without repeats. A call of `more` that an
+    /// item is general or local replaces an earlier call of the other kind on it: knowledge
+    /// first seen as one project's may be found general once more of it is seen (the rules may
+    /// have grouped other workers' entries with it since), and the other way round.
     pub fn with(&self, more: &Judgments) -> Judgments {
         let mut all = self.clone();
         for pair in &more.same {
@@ -64,6 +67,12 @@ impl Judgments {
             if !all.supersedes.contains(pair) {
                 all.supersedes.push(pair.clone());
             }
+        }
+        for id in more.general.keys() {
+            all.local.remove(id);
+        }
+        for id in &more.local {
+            all.general.remove(id);
         }
         all.general.extend(more.general.clone());
         all.local.extend(more.local.iter().cloned());
@@ -77,9 +86,12 @@ impl Judgments {
             .map(String::as_str)
     }
 
-    /// Whether `item` was called this project's only.
+    /// Whether `item` was called this project's only, and not general too: the rules may have
+    /// grouped a remark called local with knowledge called general (`twister -T <suite>` with
+    /// "every testcase.yaml carries the feature's tag"), and the general knowledge must not be
+    /// lost with the remark.
     pub fn is_local(&self, item: &Item) -> bool {
-        item.entry_ids().any(|id| self.local.contains(id))
+        item.entry_ids().any(|id| self.local.contains(id)) && self.general_wording(item).is_none()
     }
 }
 
@@ -274,5 +286,27 @@ mod tests {
         assert!(parse("```judgments\nsame c:0123456789\n```")
             .unwrap_err()
             .contains("too few items"));
+    }
+
+    #[test]
+    fn a_later_call_on_an_item_replaces_an_earlier_one_of_the_other_kind() {
+        let earlier = parse(
+            "```judgments\nlocal c:0123456789\ngeneral c:abcdefabcd: run the formatter first\n\
+             local c:4444444444\n```",
+        )
+        .unwrap();
+        let later = parse(
+            "```judgments\ngeneral c:0123456789: pnpm --filter <package> runs one package\n\
+             local c:abcdefabcd\n```",
+        )
+        .unwrap();
+        let all = earlier.with(&later);
+        assert_eq!(
+            all.local,
+            ["4444444444", "abcdefabcd"].map(str::to_string).into()
+        );
+        assert_eq!(all.general.keys().collect::<Vec<_>>(), ["0123456789"]);
+        // The same calls again change nothing.
+        assert_eq!(all.with(&later), all);
     }
 }
