@@ -303,9 +303,11 @@ impl<'l> Oracle<'l> {
     /// graduate is local, and knowledge to graduate is general in the words of its label (when
     /// they name nothing of one mission).
     fn calls(&self, items: &[serde_json::Value], context: &Context) -> Vec<String> {
+        // What an item says, as an agent reads it: the knowledge of its text (the rules may
+        // have grouped other knowledge's entries with it).
         let knowledge_of = |item: &serde_json::Value| {
-            let first = item["evidence"][0].as_str().unwrap();
-            self.knowledge.by_entry.get(first).cloned()
+            let text = item["text"].as_str().unwrap();
+            self.knowledge.of(text, item["id"].as_str().unwrap())
         };
         let decision = |item: &serde_json::Value| item["tag"] == "DECISION";
         let id = |item: &serde_json::Value| item["id"].as_str().unwrap().to_string();
@@ -315,22 +317,11 @@ impl<'l> Oracle<'l> {
             let Some(knowledge) = knowledge_of(item) else {
                 continue;
             };
-            // Local when nothing in it is to graduate (the rules may have grouped apart
-            // knowledge in one item: the agent does not call the general part local).
-            let graduates = item["evidence"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find_map(|entry| {
-                    let known = self.knowledge.by_entry.get(entry.as_str().unwrap())?;
-                    Some(&self.labelled.labels[known]).filter(|label| label.graduate)
-                });
-            match graduates {
-                None => calls.push(format!("local c:{}", id(item))),
-                Some(label) if general(&label.gist, context) => {
-                    calls.push(format!("general c:{}: {}", id(item), label.gist))
-                }
-                Some(_) => {}
+            let label = &self.labelled.labels[&knowledge];
+            if !label.graduate {
+                calls.push(format!("local c:{}", id(item)));
+            } else if general(&label.gist, context) {
+                calls.push(format!("general c:{}: {}", id(item), label.gist));
             }
             lessons.entry(knowledge).or_default().push(id(item));
         }
@@ -752,9 +743,7 @@ fn curation_score_on_the_third_blind_log() {
 /// The curator's agent making the calls a careful human makes (which items say the same, which
 /// decision replaces which, what is local, what is general and in what words), on every
 /// labelled log: what the rules cannot see is then seen, and the rules still check each call
-/// (no answer is rejected) and the evidence graduation needs. Every log then meets the targets
-/// but the holdout log's graduation recall: its misses need evidence the rules ask for (a
-/// lesson and a failure on two features; a failure seen in two missions in other words).
+/// (no answer is rejected) and the evidence graduation needs. Every log meets the targets.
 #[test]
 fn curation_score_with_the_agent_judging() {
     // One log, to study it: `CURATION_LOG=fresh`.
@@ -764,14 +753,8 @@ fn curation_score_with_the_agent_judging() {
             continue;
         }
         let score = scored_by(name, true);
-        let recall = if name == "holdout" { 0.7 } else { 0.8 };
-        let met = meets_targets(&Score {
-            graduation_recall: Ratio(1, 1),
-            wrong: Vec::new(),
-            ..score
-        });
         assert!(
-            met && score.graduation_recall.value() >= recall,
+            meets_targets(&score),
             "{name}, the agent judging: below the targets: {:?}",
             score.wrong
         );

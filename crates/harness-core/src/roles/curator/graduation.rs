@@ -146,15 +146,18 @@ impl Ledger {
     }
 }
 
-/// `item` as the ledger keeps it.
+/// `item` as the ledger keeps it: the general wording the agent gave it first among its
+/// wordings, so that another mission's item in the agent's words meets it.
 fn ledger_item(item: &Item) -> LedgerItem {
     LedgerItem {
         id: item.id.clone(),
         role: item.role,
         text: item.text.clone(),
-        wordings: hygiene::wordings(item)
-            .into_iter()
-            .map(|(text, ..)| text)
+        wordings: item
+            .general
+            .iter()
+            .map(String::as_str)
+            .chain(hygiene::wordings(item).into_iter().map(|(text, ..)| text))
             .filter(|text| *text != item.text)
             .take(LEDGER_WORDINGS)
             .map(str::to_string)
@@ -265,7 +268,13 @@ impl Recurrence {
         }
         let own: HashSet<&str> = item.entry_ids().collect();
         let mut found: BTreeSet<usize> = BTreeSet::new();
-        for (text, ..) in hygiene::wordings(item).into_iter().take(LOOKED_UP) {
+        let wordings = hygiene::wordings(item).into_iter().map(|(text, ..)| text);
+        for text in item
+            .general
+            .as_deref()
+            .into_iter()
+            .chain(wordings.take(LOOKED_UP))
+        {
             let words = analyse(text, &self.context).words;
             found.extend(
                 self.index
@@ -559,7 +568,7 @@ fn earned(
     }
     let wordings = hygiene::wordings(item);
     // The agent's call, when it made one, in place of the rules of thumb.
-    let general = judged.general_wording(item);
+    let general = item.general.as_deref();
     let local = match general {
         Some(_) => false,
         None => {
@@ -572,18 +581,15 @@ fn earned(
     if local {
         return None;
     }
-    let own: Vec<Said> = wordings
-        .into_iter()
-        .map(|(text, feature, tag)| Said {
-            text,
-            mission: &recurrence.mission,
-            context,
-            feature,
-            tag: Some(tag),
-        })
-        .collect();
+    let (own, with_agents) = own_wordings(wordings, general, &recurrence.mission, context);
     let others = recurrence.others(item);
-    let wording = |needed| hygiene::general_wording(&own, &others, needed, general);
+    let wording = |needed| {
+        let own = match needed {
+            Needed::Missions(_) => &with_agents,
+            Needed::Features { .. } => &own,
+        };
+        hygiene::general_wording(own, &others, needed, general)
+    };
     if by_workers {
         let needed = Needed::Features {
             count: params.graduate_trick_workers,
@@ -636,6 +642,32 @@ fn earned(
         }
     }
     None
+}
+
+/// This mission's wordings of an item (`wordings`, read in `context`), and the same with the
+/// agent's `general` wording among them: across missions, it says the item again too, since
+/// another mission's item may be in the ledger in the agent's words alone (features are
+/// counted from entries only).
+fn own_wordings<'a>(
+    wordings: Vec<(&'a str, Option<&'a str>, Tag)>,
+    general: Option<&'a str>,
+    mission: &'a str,
+    context: &'a Context,
+) -> (Vec<Said<'a>>, Vec<Said<'a>>) {
+    let said = |text, feature, tag| Said {
+        text,
+        mission,
+        context,
+        feature,
+        tag,
+    };
+    let own: Vec<Said> = wordings
+        .into_iter()
+        .map(|(text, feature, tag)| said(text, feature, Some(tag)))
+        .collect();
+    let agents = general.map(|text| said(text, None, None));
+    let with_agents = own.iter().copied().chain(agents).collect();
+    (own, with_agents)
 }
 
 /// Whether `item` was first met as a failure (AVOID, FAIL) that names nothing of one mission,
@@ -903,6 +935,45 @@ mod tests {
         )
         .unwrap();
         (done, ledger)
+    }
+
+    #[test]
+    fn the_agents_general_wordings_meet_across_missions() {
+        let items = |text: &str, general: Option<&str>| {
+            let mut items = items_of(text);
+            items[0].general = general.map(str::to_string);
+            items
+        };
+        let first = "[2026-04-24T10:00:00Z] worker F-3 FAIL: the report test broke after 22:00 \
+                     UTC: the service called LocalDate.now(); it takes a java.time.Clock now\n";
+        let second = "[2026-05-02T10:00:00Z] worker F-7 FAIL: the weekly stats went wrong on \
+                      a Sunday; the repository gets its date from package:clock now\n";
+        let general = "a test reading the real clock fails at some hours; inject a clock";
+        let missions = |general: Option<&str>| {
+            let params = Params::default();
+            let (_, ledger) = graduated_in("m-1", &items(first, general), &Ledger::default(), None);
+            let second = items(second, general);
+            let refs: Vec<&Item> = second.iter().collect();
+            let ledger = ledger.with_mission("m-2", "/p/m-2", &refs);
+            let context = Context::default();
+            let recurrence = Recurrence::new(&ledger, params.similarity, "m-2", &context);
+            (recurrence.missions_of(&second[0]), ledger)
+        };
+        // In their own words, the two failures are not alike.
+        assert_eq!(missions(None).0, ["m-2"]);
+        // The agent called each general in like words: the ledger keeps the first's, and the
+        // second meets it there; it graduates in the agent's words.
+        let (seen, ledger) = missions(Some(general));
+        assert_eq!(seen, ["m-1", "m-2"]);
+        let kept = &ledger.missions["m-1"].failures[0].wordings;
+        assert_eq!(kept.first().map(String::as_str), Some(general));
+        let (done, _) = graduated_in("m-2", &items(second, Some(general)), &ledger, None);
+        assert_eq!(done.len(), 1, "{done:?}");
+        assert!(
+            done[0].line.starts_with(&format!("- {general} <!--")),
+            "{}",
+            done[0].line
+        );
     }
 
     #[test]

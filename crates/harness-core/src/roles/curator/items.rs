@@ -117,6 +117,10 @@ pub struct Item {
     pub last_seen: Timestamp,
     /// For a decision, the id of the newer decision on the same subject that replaces it.
     pub superseded_by: Option<String>,
+    /// The general wording the curator's agent gave it, if it did (see
+    /// [`judgments::apply`](super::judgments::apply)): the ledger keeps it, and other missions'
+    /// items are matched by it too.
+    pub general: Option<String>,
 }
 
 impl Item {
@@ -342,6 +346,7 @@ pub(super) fn item(decision: bool, mut evidence: Vec<Evidence>, context: &Contex
         first_seen: first.time,
         last_seen: last.time,
         superseded_by: None,
+        general: None,
         evidence,
     }
 }

@@ -79,11 +79,11 @@ impl Judgments {
         all
     }
 
-    /// The general wording given for `item`, if any.
+    /// The general wording given for `item`, if any: given to it by its id (its first entry's).
+    /// A wording given to an item the rules grouped otherwise since is not carried over to the
+    /// item one of its entries is in now, which may say something else.
     pub fn general_wording(&self, item: &Item) -> Option<&str> {
-        item.entry_ids()
-            .find_map(|id| self.general.get(id))
-            .map(String::as_str)
+        self.general.get(&item.id).map(String::as_str)
     }
 
     /// Whether `item` was called this project's only, and not general too: the rules may have
@@ -221,8 +221,9 @@ pub fn check(judgments: &Judgments, items: &[ItemReport], context: &Context) -> 
 }
 
 /// `items` (read in `context`) with the calls applied: the items said to be the same merged
-/// (all their entries in one item), and each decision said to be replaced superseded by its
-/// successor. Calls naming items that are not there any more do nothing.
+/// (all their entries in one item), each decision said to be replaced superseded by its
+/// successor, and each item called general given its general wording. Calls naming items that
+/// are not there any more do nothing.
 pub fn apply(items: Vec<Item>, judgments: &Judgments, context: &Context) -> Vec<Item> {
     let mut items = items;
     for [a, b] in &judgments.same {
@@ -253,6 +254,9 @@ pub fn apply(items: Vec<Item>, judgments: &Judgments, context: &Context) -> Vec<
         {
             items[old].superseded_by = Some(items[new].id.clone());
         }
+    }
+    for item in &mut items {
+        item.general = judgments.general_wording(item).map(str::to_string);
     }
     items
 }
