@@ -741,15 +741,16 @@ fn curation_score_on_the_third_blind_log() {
 }
 
 /// The fourth blind log was written after the rules were corrected with the third, by someone
-/// who did not read them, and scored once (BENCHMARKS.md): well below the targets. What is
-/// asserted is that nothing gets worse than that first score.
+/// who did not read them, and scored once (BENCHMARKS.md): well below the targets. One general
+/// rule came after (a change said in a consequence clause is not the decision's); what is
+/// asserted is that nothing gets worse than after it.
 #[test]
 fn curation_score_on_the_fourth_blind_log() {
     let holds = |score: &Score| {
         score.graduation_precision.value() >= 0.78
             && score.graduation_recall.value() >= 0.55
             && score.promotion_recall.value() >= 0.8
-            && score.current_kept.0 >= 27
+            && score.current_kept.value() == 1.0
             && score.superseded_left_current.0 <= 4
     };
     scored_holding("blind4", (15, 30), holds, "worse than its first score");
@@ -763,7 +764,9 @@ fn curation_score_on_the_fourth_blind_log() {
 fn curation_score_with_the_agent_judging() {
     // One log, to study it: `CURATION_LOG=fresh`.
     let only = std::env::var("CURATION_LOG").ok();
-    for name in ["main", "holdout", "fresh", "blind", "blind2", "blind3"] {
+    for name in [
+        "main", "holdout", "fresh", "blind", "blind2", "blind3", "blind4",
+    ] {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;
         }

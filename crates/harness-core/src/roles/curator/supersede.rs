@@ -82,6 +82,8 @@ const CHANGES: &[&str] = &[
     "switch to",
     "switched",
 ];
+/// Words that open what comes of a decision or why it is taken (with the spaces around them).
+const CONSEQUENCES: &[&str] = &[" because ", " so ", " so that "];
 /// Words that say a decision adds to earlier ones.
 const ADDITIONS: &[&str] = &["additionally", "also", "as well", "in addition", "too"];
 /// Words that open a condition: a decision that starts with one ("until the user signs in, …")
@@ -143,13 +145,21 @@ impl Decision {
                 .collect::<Vec<_>>()
                 .join(" ")
         );
-        let has = |phrases: &[&str]| {
+        let has_in = |lowered: &str, phrases: &[&str]| {
             phrases.iter().any(|p| {
                 lowered.match_indices(p).any(|(at, _)| {
                     lowered.as_bytes()[at - 1] == b' ' && lowered.as_bytes()[at + p.len()] == b' '
                 })
             })
         };
+        let has = |phrases: &[&str]| has_in(&lowered, phrases);
+        // What follows "so" or "because" is why, or what comes of it ("…, so a URL no longer
+        // tells how many members there are"): a change said there is not the decision's.
+        let decided = CONSEQUENCES
+            .iter()
+            .filter_map(|word| lowered.find(word))
+            .min()
+            .map_or(lowered.as_str(), |at| &lowered[..=at]);
         let (about, head) = subject(text, context);
         let prose = prose(text, context);
         Self {
@@ -162,7 +172,7 @@ impl Decision {
             action: action(text, context),
             acronyms: acronyms(text),
             initials: BTreeSet::new(),
-            changes: has(CHANGES),
+            changes: has_in(decided, CHANGES),
             adds: has(ADDITIONS) || conditional(text),
             weighted: Vec::new(),
             rare: BTreeSet::new(),
@@ -1091,6 +1101,24 @@ mod tests {
              [2026-04-25T10:00:00Z] worker F-002 DECISION: time handling moves to jiff: chrono cannot resolve zone names\n",
         );
         assert!(successor_of(&items, "timestamps").is_some());
+    }
+
+    #[test]
+    fn a_change_said_of_what_comes_of_a_decision_is_not_announced() {
+        let log = |new: &str| {
+            format!(
+                "[2026-09-15T10:00:00Z] worker F-006 DECISION: a member without a plot may join up to three waiting lists\n\
+                 [2026-09-16T10:00:00Z] worker F-012 DECISION: {new}\n"
+            )
+        };
+        let items = grouped(&log(
+            "every table gets ULID keys, so a URL no longer tells how many members there are",
+        ));
+        assert_eq!(successor_of(&items, "a member without"), None);
+        let items = grouped(&log(
+            "members no longer get numbers in a URL: every table gets ULID keys",
+        ));
+        assert!(successor_of(&items, "a member without").is_some());
     }
 
     #[test]
