@@ -299,9 +299,9 @@ impl<'l> Oracle<'l> {
     }
 
     /// The calls on `items` (a pass's report, read in `context`): items of one knowledge are
-    /// the same, a decision labelled superseded is replaced by its successor's, knowledge not to
-    /// graduate is local, and knowledge to graduate is general in the words of its label (when
-    /// they name nothing of one mission).
+    /// the same, a decision labelled superseded is replaced by its successor's and one labelled
+    /// current stands, knowledge not to graduate is local, and knowledge to graduate is general
+    /// in the words of its label (when they name nothing of one mission).
     fn calls(&self, items: &[serde_json::Value], context: &Context) -> Vec<String> {
         // What an item says, as an agent reads it: the knowledge of its text (the rules may
         // have grouped other knowledge's entries with it).
@@ -336,6 +336,10 @@ impl<'l> Oracle<'l> {
             let Some(knowledge) = knowledge_of(old) else {
                 continue;
             };
+            let current = self.labelled.labels[&knowledge].current.is_some();
+            if current && !old["superseded_by"].is_null() {
+                calls.push(format!("stands c:{}", id(old)));
+            }
             let Some(successor) = &self.labelled.labels[&knowledge].superseded_by else {
                 continue;
             };

@@ -26,17 +26,22 @@ const RAW: &str = "\
 /// The id of the entry of RAW whose text starts with `start` (an item's id is its first
 /// entry's).
 fn id(start: &str) -> String {
-    log::read(RAW.as_bytes(), &[])
+    id_in(RAW, start)
+}
+
+/// The id of the entry of `raw` whose text starts with `start`.
+fn id_in(raw: &str, start: &str) -> String {
+    log::read(raw.as_bytes(), &[])
         .lines()
         .find(|line| line.text().contains(&format!(": {start}")))
         .unwrap_or_else(|| panic!("no entry {start}"))
         .id()
 }
 
-/// summary.md as the deterministic pass writes it for RAW (in a project of its own).
-fn draft_summary() -> String {
+/// summary.md as the deterministic pass writes it for `raw` (in a project of its own).
+fn draft_summary(raw: &str) -> String {
     let project = Project::new("features: []\n", "steps: []\n");
-    project.write_state("raw.md", RAW);
+    project.write_state("raw.md", raw);
     assert_eq!(code(&project.curator(&["--quiet"])), 0);
     project.read_state("summary.md")
 }
@@ -44,13 +49,18 @@ fn draft_summary() -> String {
 /// A project with RAW in raw.md whose curator's agent answers the draft unchanged and the
 /// calls `judgments`; the curator run with `--agent` on it, and its stderr.
 fn answered(judgments: &str) -> (Project, String) {
+    answered_on(RAW, judgments)
+}
+
+/// [`answered`] with `raw` in raw.md.
+fn answered_on(raw: &str, judgments: &str) -> (Project, String) {
     let project = Project::new("features: []\n", "steps: [[cat: answer.md]]\n");
     let answer = format!(
         "```markdown\n{}```\n\n```judgments\n{judgments}\n```\n",
-        draft_summary()
+        draft_summary(raw)
     );
     std::fs::write(project.root().join("answer.md"), answer).unwrap();
-    project.write_state("raw.md", RAW);
+    project.write_state("raw.md", raw);
     let out = project.curator(&["--agent", "--quiet"]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     (project, text(&out.stderr))
@@ -126,8 +136,50 @@ fn the_agents_calls_are_kept_when_the_rules_allow_them() {
 }
 
 #[test]
+fn a_decision_the_agent_says_stands_stays_current() {
+    // Alike in words, so the rules take the older for replaced; they are on two subjects.
+    let raw = "\
+[2026-05-04T08:00:00Z] worker F-001 DECISION: the API answers every error as JSON with a code and a message
+[2026-05-04T08:00:00Z] worker F-001 -: iteration 1 of F-001: completed
+[2026-05-05T08:00:00Z] worker F-004 DECISION: the API answers the health check as plain text, no JSON
+[2026-05-05T08:00:00Z] worker F-004 -: iteration 1 of F-004: completed
+";
+    let current = |project: &Project| {
+        let summary = project.read_state("summary.md");
+        summary
+            .split("## Decisions (current)")
+            .nth(1)
+            .unwrap_or("")
+            .contains("every error")
+    };
+    let older = id_in(raw, "the API answers every error");
+    let (project, stderr) = answered_on(raw, &format!("stands c:{older}"));
+    assert!(stderr.contains("; 1 call"), "{stderr}");
+    assert!(current(&project), "{}", project.read_state("summary.md"));
+    // The agent was shown what replaced it.
+    let prompt = walkdir::WalkDir::new(project.state_dir().join("curations"))
+        .into_iter()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name() == "prompt.md")
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .expect("the agent's prompt is kept");
+    assert!(prompt.contains(&format!("c:{older} DECISION")), "{prompt}");
+    assert!(prompt.contains(" (replaced by c:"), "{prompt}");
+    // Remembered: a plain pass keeps it current; the rules alone do not.
+    assert_eq!(code(&project.curator(&["--quiet"])), 0);
+    assert!(current(&project));
+    let plain = Project::new("features: []\n", "steps: []\n");
+    plain.write_state("raw.md", raw);
+    assert_eq!(code(&plain.curator(&["--quiet"])), 0);
+    assert!(!current(&plain), "{}", plain.read_state("summary.md"));
+    // Only a decision stands.
+    let (_, stderr) = answered_on(raw, "stands c:0123456789");
+    assert!(stderr.contains("rejected"), "{stderr}");
+}
+
+#[test]
 fn an_answer_whose_calls_break_the_rules_is_rejected() {
-    let expected = draft_summary();
+    let expected = draft_summary(RAW);
     for (calls, reason) in [
         (
             format!(

@@ -7,12 +7,14 @@
 //! ```text
 //! same c:<id> c:<id>          the two items say the same thing: one item
 //! supersedes c:<new> c:<old>  decision <new> replaces decision <old>
+//! stands c:<id>               decision <id> is still in force: nothing replaced it
 //! general c:<id>: <wording>   general knowledge; it graduates (if a rule says so) in <wording>
 //! local c:<id>                this project's only: it never graduates
 //! ```
 //!
 //! [`check`] refuses the whole answer unless every call names items it may (an item of the pass;
-//! lessons for `same`, `general`, `local`; a newer and an older decision for `supersedes`) and
+//! lessons for `same`, `general`, `local`; a newer and an older decision for `supersedes`, a
+//! decision for `stands`) and
 //! every general wording is hygienic (nothing of one mission). Calls kept are remembered in
 //! curator.json and applied by every later pass: items are merged whole (nothing of either is
 //! lost), a superseded decision goes to MEMORY.md's History, and graduation still needs its
@@ -38,6 +40,9 @@ pub struct Judgments {
     /// Decisions replaced: `[newer, older]`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub supersedes: Vec<[String; 2]>,
+    /// Decisions still in force, whatever the rules found to replace them.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub stands: BTreeSet<String>,
     /// General knowledge and the wording it graduates in: item id → wording.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub general: BTreeMap<String, String>,
@@ -53,7 +58,8 @@ impl Judgments {
     }
 
     /// These calls and `more` (those of `more` last), without repeats. A call of `more` that an
-    /// item is general or local replaces an earlier call of the other kind on it: knowledge
+    /// item is general or local, or that a decision stands or is replaced, replaces an earlier
+    /// call of the other kind on it: knowledge
     /// first seen as one project's may be found general once more of it is seen (the rules may
     /// have grouped other workers' entries with it since), and the other way round.
     pub fn with(&self, more: &Judgments) -> Judgments {
@@ -67,6 +73,11 @@ impl Judgments {
             if !all.supersedes.contains(pair) {
                 all.supersedes.push(pair.clone());
             }
+            all.stands.remove(&pair[1]);
+        }
+        for id in &more.stands {
+            all.supersedes.retain(|[_, older]| older != id);
+            all.stands.insert(id.clone());
         }
         for id in more.general.keys() {
             all.local.remove(id);
@@ -117,6 +128,9 @@ pub fn parse(answer: &str) -> Result<Judgments, String> {
         match verb {
             "same" => judgments.same.push([id(0)?, id(1)?]),
             "supersedes" => judgments.supersedes.push([id(0)?, id(1)?]),
+            "stands" => {
+                judgments.stands.insert(id(0)?);
+            }
             "local" => {
                 judgments.local.insert(id(0)?);
             }
@@ -130,7 +144,7 @@ pub fn parse(answer: &str) -> Result<Judgments, String> {
             }
             _ => {
                 return Err(format!(
-                    "{line:?} is not a judgment (same, supersedes, general, local)"
+                    "{line:?} is not a judgment (same, supersedes, stands, general, local)"
                 ))
             }
         }
@@ -217,12 +231,21 @@ pub fn check(judgments: &Judgments, items: &[ItemReport], context: &Context) -> 
     for id in &judgments.local {
         lesson(id)?;
     }
+    for id in &judgments.stands {
+        if item(id)?.tag != "DECISION" {
+            return Err(format!("c:{id} is not a decision: only a decision stands"));
+        }
+        if judgments.supersedes.iter().any(|[_, older]| older == id) {
+            return Err(format!("c:{id} is called both replaced and standing"));
+        }
+    }
     Ok(())
 }
 
 /// `items` (read in `context`) with the calls applied: the items said to be the same merged
 /// (all their entries in one item), each decision said to be replaced superseded by its
-/// successor, and each item called general given its general wording. Calls naming items that
+/// successor and each said to stand not superseded, and each item called general given its
+/// general wording. Calls naming items that
 /// are not there any more do nothing.
 pub fn apply(items: Vec<Item>, judgments: &Judgments, context: &Context) -> Vec<Item> {
     let mut items = items;
@@ -253,6 +276,11 @@ pub fn apply(items: Vec<Item>, judgments: &Judgments, context: &Context) -> Vec<
             && items[new].last_seen > items[old].last_seen
         {
             items[old].superseded_by = Some(items[new].id.clone());
+        }
+    }
+    for item in &mut items {
+        if item.kind == Kind::Decision && item.entry_ids().any(|id| judgments.stands.contains(id)) {
+            item.superseded_by = None;
         }
     }
     for item in &mut items {
@@ -312,5 +340,16 @@ mod tests {
         assert_eq!(all.general.keys().collect::<Vec<_>>(), ["0123456789"]);
         // The same calls again change nothing.
         assert_eq!(all.with(&later), all);
+    }
+
+    #[test]
+    fn a_decision_stands_until_a_later_call_replaces_it() {
+        let replaced = parse("```judgments\nsupersedes c:1111111111 c:2222222222\n```").unwrap();
+        let stands = parse("```judgments\nstands c:2222222222\n```").unwrap();
+        assert_eq!(stands.stands, ["2222222222".to_string()].into());
+        let all = replaced.with(&stands);
+        assert!(all.supersedes.is_empty() && all.stands.contains("2222222222"));
+        let all = all.with(&replaced);
+        assert!(all.stands.is_empty() && all.supersedes.len() == 1);
     }
 }

@@ -216,8 +216,11 @@ fn check_answer(
 
 /// `; 3 calls` (or nothing when the agent made none).
 fn calls(judged: &Judgments) -> String {
-    let count =
-        judged.same.len() + judged.supersedes.len() + judged.general.len() + judged.local.len();
+    let count = judged.same.len()
+        + judged.supersedes.len()
+        + judged.stands.len()
+        + judged.general.len()
+        + judged.local.len();
     match count {
         0 => String::new(),
         1 => "; 1 call".to_string(),
@@ -274,8 +277,13 @@ fn items_section(draft: &Pass, plan: &SummaryPlan) -> String {
         .take(LISTED_ITEMS)
         .collect();
     for item in &listed {
+        // A replaced decision says by what: the agent may find it still stands.
+        let replaced = item
+            .superseded_by
+            .as_ref()
+            .map_or(String::new(), |newer| format!(" (replaced by c:{newer})"));
         text.push_str(&format!(
-            "- c:{} {} seen {}× by {}: {}\n",
+            "- c:{} {} seen {}× by {}: {}{replaced}\n",
             item.id,
             item.tag,
             item.seen,
@@ -312,7 +320,8 @@ fn instructions(params: &Params) -> String {
          You may also make calls that words alone cannot, in a second fenced block whose info \
          string is judgments, one per line: `same c:ID c:ID` (two items of the list above say the \
          same thing: they become one item); `supersedes c:NEW c:OLD` (decision NEW replaces \
-         decision OLD, on the same subject); `general c:ID: WORDING` (the item holds in any \
+         decision OLD, on the same subject); `stands c:ID` (decision ID is still in force: the \
+         draft shows it replaced, and nothing replaced it); `general c:ID: WORDING` (the item holds in any \
          project: if its evidence is enough it graduates into the identity files, in WORDING, \
          which must name nothing of this project: no feature id, path, port, number, address or \
          project name); `local c:ID` (the item holds in this project only: it never graduates). \
