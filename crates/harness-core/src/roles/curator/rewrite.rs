@@ -321,10 +321,11 @@ fn instructions(params: &Params) -> String {
          string is judgments, one per line: `same c:ID c:ID` (two items of the list above say the \
          same thing: they become one item); `supersedes c:NEW c:OLD` (decision NEW replaces \
          decision OLD, on the same subject); `stands c:ID` (decision ID is still in force: the \
-         draft shows it replaced, and nothing replaced it); `general c:ID: WORDING` (the item holds in any \
-         project: if its evidence is enough it graduates into the identity files, in WORDING, \
-         which must name nothing of this project: no feature id, path, port, number, address or \
-         project name); `local c:ID` (the item holds in this project only: it never graduates). \
+         list shows it replaced, and nothing replaced it); `general c:ID: WORDING` (the item \
+         holds in any project: if its evidence is enough it graduates into the identity files, \
+         in WORDING, which must name nothing of this project: no feature id, path, port, \
+         number, address or project name); `local c:ID` (the item holds in this project only: \
+         it never graduates). \
          Leave the block out if you have no call to make. A call that names an item not in the \
          list, or a general wording that names something of this project, has the whole answer \
          rejected.",

@@ -83,7 +83,7 @@ const CHANGES: &[&str] = &[
     "switched",
 ];
 /// Words that open what comes of a decision or why it is taken (with the spaces around them).
-const CONSEQUENCES: &[&str] = &[" because ", " so ", " so that "];
+const CONSEQUENCES: &[&str] = &[" because ", " so "];
 /// Words that say a decision adds to earlier ones.
 const ADDITIONS: &[&str] = &["additionally", "also", "as well", "in addition", "too"];
 /// Words that open a condition: a decision that starts with one ("until the user signs in, …")
