@@ -1105,20 +1105,25 @@ mod tests {
 
     #[test]
     fn a_change_said_of_what_comes_of_a_decision_is_not_announced() {
-        let log = |new: &str| {
-            format!(
-                "[2026-09-15T10:00:00Z] worker F-006 DECISION: a member without a plot may join up to three waiting lists\n\
-                 [2026-09-16T10:00:00Z] worker F-012 DECISION: {new}\n"
-            )
-        };
-        let items = grouped(&log(
+        let older = "a member without a plot may join up to three waiting lists";
+        let items = older_then(
+            older,
             "every table gets ULID keys, so a URL no longer tells how many members there are",
-        ));
+        );
         assert_eq!(successor_of(&items, "a member without"), None);
-        let items = grouped(&log(
+        let items = older_then(
+            older,
             "members no longer get numbers in a URL: every table gets ULID keys",
-        ));
+        );
         assert!(successor_of(&items, "a member without").is_some());
+    }
+
+    /// The items of a log of two decisions, `older` then `newer` a day later.
+    fn older_then(older: &str, newer: &str) -> Vec<Item> {
+        grouped(&format!(
+            "[2026-04-24T10:00:00Z] worker F-001 DECISION: {older}\n\
+             [2026-04-25T10:00:00Z] worker F-002 DECISION: {newer}\n"
+        ))
     }
 
     #[test]
@@ -1146,20 +1151,17 @@ mod tests {
 
     #[test]
     fn a_decision_for_a_case_adds_to_the_others() {
-        let text = |newer: &str| {
-            format!(
-                "[2026-04-24T10:00:00Z] worker F-001 DECISION: users sign in through the identity provider with a magic email link; the app keeps no passwords\n\
-                 [2026-04-25T10:00:00Z] worker F-002 DECISION: {newer}\n"
-            )
-        };
-        let items = grouped(&text(
+        let older = "users sign in through the identity provider with a magic email link; the app keeps no passwords";
+        let items = older_then(
+            older,
             "until users sign in, the app keeps their drafts on an anonymous provider account; the email link then claims it",
-        ));
+        );
         assert_eq!(successor_of(&items, "users sign in"), None);
         // Without the condition, the same words replace it.
-        let items = grouped(&text(
+        let items = older_then(
+            older,
             "the app keeps the drafts of users on an anonymous provider account; users sign in with the email link to claim it",
-        ));
+        );
         assert!(
             successor_of(&items, "users sign in").is_some(),
             "{:?}",
