@@ -557,6 +557,29 @@ fn kill_9_during_a_pass_leaves_every_file_old_or_new() {
     }
 }
 
+/// A pass killed after it wrote the identity files and before curator.json: the next pass
+/// records what the first graduated (the line is there already), as an uninterrupted pass
+/// does, so that a line the user deletes later stays deleted.
+#[test]
+fn what_a_killed_pass_graduated_is_recorded_by_the_next() {
+    let project = project_with_log(&large_log(3000));
+    project.write_state("mission-id", "m-kill-test\n");
+    let graduated = |project: &Project| {
+        let record: serde_json::Value =
+            serde_json::from_str(&project.read_state("curator.json")).unwrap();
+        record["graduated"].clone()
+    };
+    assert_eq!(code(&project.curator(&[])), 0);
+    let expected = graduated(&project);
+    assert!(
+        !expected.as_array().unwrap().is_empty(),
+        "nothing graduated"
+    );
+    std::fs::remove_file(project.state_dir().join("curator.json")).unwrap();
+    assert_eq!(code(&project.curator(&[])), 0);
+    assert_eq!(graduated(&project), expected);
+}
+
 /// A log of `n` entries that say about as many different things, over a vocabulary large
 /// enough that few are alike: a pass over 200,000 of them takes seconds even in a release build.
 fn diverse_log(n: usize) -> String {

@@ -37,6 +37,7 @@ use crate::base::hash;
 use crate::base::text::cut;
 use crate::base::time::{self, Timestamp};
 use crate::spec::role::Role;
+use crate::state::memory::GRADUATED_COMMENT;
 
 use document::{bullet_line, marker_ids, size, Document, Layer};
 use graduation::{Graduation, Identities, Ledger, Recurrence};
@@ -364,7 +365,7 @@ pub fn curate(
         demoted.len(),
         wordings,
         &snapshot.record,
-        (judged, &graduations),
+        (judged, graduated_ids(snapshot, &eligible, &graduations)),
     );
     let truncation = log::truncate(&log, &snapshot.raw, params.keep_raw);
     check()?;
@@ -753,6 +754,34 @@ fn demoted_text(
     text
 }
 
+/// The items this mission graduated, after the pass: those the record says, those of
+/// `graduations`, and those of `eligible` whose own line an identity file holds already (a pass
+/// killed after it wrote the identity file, before curator.json, graduated them; without them
+/// the record would not keep a line the user deletes deleted).
+fn graduated_ids(
+    snapshot: &Snapshot,
+    eligible: &[&Item],
+    graduations: &[Graduation],
+) -> BTreeSet<String> {
+    let own_lines: BTreeSet<String> = snapshot
+        .identities
+        .iter()
+        .filter_map(|(_, text)| text.as_deref())
+        .flat_map(str::lines)
+        .filter(|line| line.contains(GRADUATED_COMMENT))
+        .filter_map(|line| marker_ids(line).into_iter().next())
+        .collect();
+    let mut graduated = snapshot.record.graduated.clone();
+    graduated.extend(graduations.iter().map(|g| g.id.clone()));
+    graduated.extend(
+        eligible
+            .iter()
+            .filter(|item| own_lines.contains(&item.id))
+            .map(|item| item.id.clone()),
+    );
+    graduated
+}
+
 /// curator.json after the pass: where each item's line is, the dismissed items, how far
 /// archive/demoted.md goes, the agent's wordings still valid and its calls, and the items this
 /// mission graduated.
@@ -763,10 +792,8 @@ fn new_record(
     demoted_bytes: usize,
     wordings: &BTreeMap<String, String>,
     old: &Record,
-    (judgments, graduations): (judgments::Judgments, &[Graduation]),
+    (judgments, graduated): (judgments::Judgments, BTreeSet<String>),
 ) -> Record {
-    let mut graduated = old.graduated.clone();
-    graduated.extend(graduations.iter().map(|g| g.id.clone()));
     let mut record = Record {
         dismissed: edits.dismissed.clone(),
         demoted_bytes: demoted_bytes as u64,
