@@ -66,6 +66,16 @@ fn answered_on(raw: &str, judgments: &str) -> (Project, String) {
     (project, text(&out.stderr))
 }
 
+/// The prompt of the curator agent's (only) run in `project`.
+fn prompt_of(project: &Project) -> String {
+    walkdir::WalkDir::new(project.state_dir().join("curations"))
+        .into_iter()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name() == "prompt.md")
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .expect("the agent's prompt is kept")
+}
+
 fn identity(project: &Project) -> String {
     std::fs::read_to_string(project.identity_dir().join("worker.md")).unwrap_or_default()
 }
@@ -157,12 +167,7 @@ fn a_decision_the_agent_says_stands_stays_current() {
     assert!(stderr.contains("; 1 call"), "{stderr}");
     assert!(current(&project), "{}", project.read_state("summary.md"));
     // The agent was shown what replaced it.
-    let prompt = walkdir::WalkDir::new(project.state_dir().join("curations"))
-        .into_iter()
-        .filter_map(Result::ok)
-        .find(|e| e.file_name() == "prompt.md")
-        .map(|e| std::fs::read_to_string(e.path()).unwrap())
-        .expect("the agent's prompt is kept");
+    let prompt = prompt_of(&project);
     assert!(prompt.contains(&format!("c:{older} DECISION")), "{prompt}");
     assert!(prompt.contains(" (replaced by c:"), "{prompt}");
     // Remembered: a plain pass keeps it current; the rules alone do not.
@@ -174,6 +179,55 @@ fn a_decision_the_agent_says_stands_stays_current() {
     assert!(!current(&plain), "{}", plain.read_state("summary.md"));
     // Only a decision stands.
     let (_, stderr) = answered_on(raw, "stands c:0123456789");
+    assert!(stderr.contains("rejected"), "{stderr}");
+}
+
+#[test]
+fn entries_the_agent_says_are_apart_are_two_items() {
+    // The rules group the three: two say the same, the third another thing.
+    let raw = "\
+[2026-05-04T08:00:00Z] worker F-001 TRICK: cargo test -q keeps the output short
+[2026-05-04T08:00:00Z] worker F-001 -: iteration 1 of F-001: completed
+[2026-05-05T08:00:00Z] worker F-002 TRICK: cargo test -q -- --test-threads=1 keeps the database tests apart
+[2026-05-05T08:00:00Z] worker F-002 -: iteration 1 of F-002: completed
+[2026-05-06T08:00:00Z] worker F-003 TRICK: the output stays short with cargo test -q
+[2026-05-06T08:00:00Z] worker F-003 -: iteration 1 of F-003: completed
+";
+    let items = |project: &Project| {
+        let out = project.curator(&["--dry-run", "--json"]);
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut evidence: Vec<usize> = report["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item["evidence"].as_array().unwrap().len())
+            .collect();
+        evidence.sort_unstable();
+        evidence
+    };
+    let plain = Project::new("features: []\n", "steps: []\n");
+    plain.write_state("raw.md", raw);
+    assert_eq!(items(&plain), [3]);
+    let (short, threads) = (
+        id_in(raw, "cargo test -q keeps"),
+        id_in(raw, "cargo test -q --"),
+    );
+    let (project, stderr) = answered_on(raw, &format!("apart c:{short} c:{threads}"));
+    assert!(stderr.contains("; 1 call"), "{stderr}");
+    // The agent was shown the item's other wordings, each with an entry's id.
+    let prompt = prompt_of(&project);
+    assert!(
+        prompt.contains(&format!(
+            "  - c:{threads}: cargo test -q -- --test-threads=1"
+        )),
+        "{prompt}"
+    );
+    // The third entry goes with the one it is like; remembered by later passes.
+    assert_eq!(items(&project), [1, 2]);
+    assert_eq!(code(&project.curator(&["--quiet"])), 0);
+    assert_eq!(items(&project), [1, 2]);
+    // Entries of two items are apart already.
+    let (_, stderr) = answered_on(raw, &format!("apart c:{short} c:{}", id("cargo test -q")));
     assert!(stderr.contains("rejected"), "{stderr}");
 }
 

@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! same c:<id> c:<id>          the two items say the same thing: one item
+//! apart c:<id> c:<id>         the two entries of one item say different things: two items
 //! supersedes c:<new> c:<old>  decision <new> replaces decision <old>
 //! stands c:<id>               decision <id> is still in force: nothing replaced it
 //! general c:<id>: <wording>   general knowledge; it graduates (if a rule says so) in <wording>
@@ -13,7 +14,7 @@
 //! ```
 //!
 //! [`check`] refuses the whole answer unless every call names items it may (an item of the pass;
-//! lessons for `same`, `general`, `local`; a newer and an older decision for `supersedes`, a
+//! lessons for `same`, `apart`, `general`, `local`; a newer and an older decision for `supersedes`, a
 //! decision for `stands`) and every general wording is hygienic (nothing of one mission). Calls
 //! kept are remembered in curator.json and applied by every later pass: items are merged whole
 //! (nothing of either is lost), a superseded decision goes to MEMORY.md's History, and
@@ -24,9 +25,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::document::marker_ids;
-use super::items::{self, Item, Kind};
+use super::items::{self, Evidence, Item, Kind};
 use super::report::ItemReport;
-use super::similarity::{analyse, Context};
+use super::similarity::{analyse, similarity, words, Context};
 use super::SUMMARY_TEXT_CHARS;
 
 /// The agent's calls that were checked and kept.
@@ -36,6 +37,9 @@ pub struct Judgments {
     /// Items that say the same thing, by the id of an entry of each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub same: Vec<[String; 2]>,
+    /// Entries of one item that say different things: each goes with the entries nearer it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub apart: Vec<[String; 2]>,
     /// Decisions replaced: `[newer, older]`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub supersedes: Vec<[String; 2]>,
@@ -57,15 +61,23 @@ impl Judgments {
     }
 
     /// These calls and `more` (those of `more` last), without repeats. A call of `more` that an
-    /// item is general or local, or that a decision stands or is replaced, replaces an earlier
-    /// call of the other kind on it: knowledge first seen as one project's may be found general
+    /// item is general or local, or that a decision stands or is replaced, or that two say the
+    /// same or apart, replaces an earlier call of the other kind on it: knowledge first seen as one project's may be found general
     /// once more of it is seen (the rules may have grouped other workers' entries with it
     /// since), and the other way round.
     pub fn with(&self, more: &Judgments) -> Judgments {
         let mut all = self.clone();
+        let one_pair = |x: &[String; 2], y: &[String; 2]| x == y || (x[0] == y[1] && x[1] == y[0]);
         for pair in &more.same {
+            all.apart.retain(|other| !one_pair(other, pair));
             if !all.same.contains(pair) {
                 all.same.push(pair.clone());
+            }
+        }
+        for pair in &more.apart {
+            all.same.retain(|other| !one_pair(other, pair));
+            if !all.apart.contains(pair) {
+                all.apart.push(pair.clone());
             }
         }
         for pair in &more.supersedes {
@@ -126,6 +138,7 @@ pub fn parse(answer: &str) -> Result<Judgments, String> {
         };
         match verb {
             "same" => judgments.same.push([id(0)?, id(1)?]),
+            "apart" => judgments.apart.push([id(0)?, id(1)?]),
             "supersedes" => judgments.supersedes.push([id(0)?, id(1)?]),
             "stands" => {
                 judgments.stands.insert(id(0)?);
@@ -143,7 +156,7 @@ pub fn parse(answer: &str) -> Result<Judgments, String> {
             }
             _ => {
                 return Err(format!(
-                    "{line:?} is not a judgment (same, supersedes, stands, general, local)"
+                    "{line:?} is not a judgment (same, apart, supersedes, stands, general, local)"
                 ))
             }
         }
@@ -202,6 +215,11 @@ pub fn check(judgments: &Judgments, items: &[ItemReport], context: &Context) -> 
             return Err(format!("c:{a} and c:{b} are one item already"));
         }
     }
+    for [a, b] in &judgments.apart {
+        if lesson(a)?.id != lesson(b)?.id {
+            return Err(format!("c:{a} and c:{b} are two items already"));
+        }
+    }
     for [newer, older] in &judgments.supersedes {
         let (new, old) = (item(newer)?, item(older)?);
         if new.tag != "DECISION" || old.tag != "DECISION" {
@@ -242,7 +260,7 @@ pub fn check(judgments: &Judgments, items: &[ItemReport], context: &Context) -> 
 }
 
 /// `items` (read in `context`) with the calls applied: the items said to be the same merged
-/// (all their entries in one item), each decision said to be replaced superseded by its
+/// (all their entries in one item), those with entries said to be apart split in two, each decision said to be replaced superseded by its
 /// successor and each said to stand not superseded, and each item called general given its
 /// general wording. Calls naming items that are not there any more do nothing.
 pub fn apply(items: Vec<Item>, judgments: &Judgments, context: &Context) -> Vec<Item> {
@@ -262,6 +280,18 @@ pub fn apply(items: Vec<Item>, judgments: &Judgments, context: &Context) -> Vec<
         let mut evidence = kept.evidence;
         evidence.extend(removed.evidence);
         items.push(items::item(false, evidence, context));
+    }
+    for [a, b] in &judgments.apart {
+        let holds = |item: &Item, id: &str| item.entry_ids().any(|e| e == id);
+        let Some(x) = items
+            .iter()
+            .position(|i| i.kind != Kind::Decision && holds(i, a) && holds(i, b))
+        else {
+            continue;
+        };
+        let (one, two) = apart(items.remove(x).evidence, a, b);
+        items.push(items::item(false, one, context));
+        items.push(items::item(false, two, context));
     }
     items.sort_by(|a, b| a.id.cmp(&b.id));
     for [newer, older] in &judgments.supersedes {
@@ -283,6 +313,20 @@ pub fn apply(items: Vec<Item>, judgments: &Judgments, context: &Context) -> Vec<
         item.general = judgments.general_wording(item).map(str::to_string);
     }
     items
+}
+
+/// `evidence` (of one item) in two: with entry `a` the entries whose words are at least as like
+/// its words as entry `b`'s, with `b` the others.
+fn apart(evidence: Vec<Evidence>, a: &str, b: &str) -> (Vec<Evidence>, Vec<Evidence>) {
+    let words_of = |id: &str| {
+        let text = evidence.iter().find(|e| e.id == id).map_or("", |e| &e.text);
+        words(text)
+    };
+    let (of_a, of_b) = (words_of(a), words_of(b));
+    evidence.into_iter().partition(|e| {
+        let own = words(&e.text);
+        e.id == a || (e.id != b && similarity(&own, &of_a) >= similarity(&own, &of_b))
+    })
 }
 
 #[cfg(test)]
@@ -336,6 +380,16 @@ mod tests {
         assert_eq!(all.general.keys().collect::<Vec<_>>(), ["0123456789"]);
         // The same calls again change nothing.
         assert_eq!(all.with(&later), all);
+    }
+
+    #[test]
+    fn entries_said_apart_until_a_later_call_says_the_same() {
+        let apart = parse("```judgments\napart c:1111111111 c:2222222222\n```").unwrap();
+        let same = parse("```judgments\nsame c:2222222222 c:1111111111\n```").unwrap();
+        let all = same.with(&apart);
+        assert!(all.same.is_empty() && all.apart.len() == 1);
+        let all = all.with(&same);
+        assert!(all.apart.is_empty() && all.same.len() == 1);
     }
 
     #[test]

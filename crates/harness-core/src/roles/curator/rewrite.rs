@@ -6,7 +6,7 @@
 //! its own result; an accepted one is remembered in curator.json, so later passes keep the
 //! agent's wording of an item until the item says something else.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use anyhow::Context;
 use serde::Serialize;
@@ -23,6 +23,7 @@ use crate::state::memory::{self, RawEntry};
 
 use super::document::{marker_ids, size, SUMMARY_SECTIONS};
 use super::judgments::{self, Judgments};
+use super::log;
 use super::similarity;
 use super::{
     AgentVerdict, ItemReport, Params, Pass, Request, Snapshot, SummaryPlan, SUMMARY_TEXT_CHARS,
@@ -95,7 +96,7 @@ pub fn propose(request: &Request, snapshot: &Snapshot, draft: &Pass) -> anyhow::
     let plan = &draft.summary_plan;
     let prompt = Prompt::new(&attempt.runtime, &role_prompt)
         .identity(Role::Curator, identity.as_deref())
-        .untrusted(&items_section(draft, plan))
+        .untrusted(&items_section(draft, plan, snapshot))
         .untrusted(&format!(
             "## summary.md as it is now\n\n{}",
             indent(
@@ -217,6 +218,7 @@ fn check_answer(
 /// `; 3 calls` (or nothing when the agent made none).
 fn calls(judged: &Judgments) -> String {
     let count = judged.same.len()
+        + judged.apart.len()
         + judged.supersedes.len()
         + judged.stands.len()
         + judged.general.len()
@@ -255,7 +257,7 @@ fn indent(text: &str) -> String {
 
 /// The `## Items` section: each item the draft puts in summary.md, with its counters, then how
 /// many others there are.
-fn items_section(draft: &Pass, plan: &SummaryPlan) -> String {
+fn items_section(draft: &Pass, plan: &SummaryPlan, snapshot: &Snapshot) -> String {
     let shown: BTreeSet<&str> = plan
         .bullets
         .iter()
@@ -276,6 +278,7 @@ fn items_section(draft: &Pass, plan: &SummaryPlan) -> String {
         .chain(draft.report.items.iter().filter(in_memory))
         .take(LISTED_ITEMS)
         .collect();
+    let texts = entry_texts(&listed, snapshot);
     for item in &listed {
         // A replaced decision says by what: the agent may find it still stands.
         let replaced = item
@@ -290,12 +293,51 @@ fn items_section(draft: &Pass, plan: &SummaryPlan) -> String {
             item.workers.join(", "),
             item.text
         ));
+        // Its other wordings, each with an entry's id: the agent may find two apart.
+        let mut shown = BTreeSet::from([item.text.as_str()]);
+        for id in &item.evidence {
+            if shown.len() > WORDINGS_SHOWN {
+                break;
+            }
+            let Some(wording) = texts.get(id.as_str()) else {
+                continue;
+            };
+            if shown.insert(wording.as_str()) {
+                text.push_str(&format!("  - c:{id}: {wording}\n"));
+            }
+        }
     }
     let others = draft.report.items.len() - listed.len();
     text.push_str(&format!(
         "\n{others} other items are in archive/ and are not yours to place.\n"
     ));
     text
+}
+
+/// The most other wordings of an item the agent is shown.
+const WORDINGS_SHOWN: usize = 4;
+
+/// The text of each entry of `items` whose item has more than one, by the entry's id (read
+/// from the log of `snapshot`).
+fn entry_texts(items: &[&ItemReport], snapshot: &Snapshot) -> HashMap<String, String> {
+    let wanted: HashSet<&str> = items
+        .iter()
+        .filter(|item| item.evidence.len() > 1)
+        .flat_map(|item| item.evidence.iter().map(String::as_str))
+        .collect();
+    if wanted.is_empty() {
+        return HashMap::new();
+    }
+    log::read(&snapshot.raw, &snapshot.chunks)
+        .lines()
+        .filter_map(|line| {
+            let id = line.id();
+            let entry = line.entry.as_ref().ok()?;
+            wanted
+                .contains(id.as_str())
+                .then(|| (id, entry.text.clone()))
+        })
+        .collect()
 }
 
 /// The most items the agent is shown.
@@ -319,7 +361,9 @@ fn instructions(params: &Params) -> String {
          checks.\n\n\
          You may also make calls that words alone cannot, in a second fenced block whose info \
          string is judgments, one per line: `same c:ID c:ID` (two items of the list above say the \
-         same thing: they become one item); `supersedes c:NEW c:OLD` (decision NEW replaces \
+         same thing: they become one item); `apart c:ID c:ID` (two entries the rules put in one \
+         item say different things: each goes with the entries like it, in two items); \
+         `supersedes c:NEW c:OLD` (decision NEW replaces \
          decision OLD, on the same subject); `stands c:ID` (decision ID is still in force: the \
          list shows it replaced, and nothing replaced it); `general c:ID: WORDING` (the item \
          holds in any project: if its evidence is enough it graduates into the identity files, \
