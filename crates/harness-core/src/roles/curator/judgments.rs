@@ -14,11 +14,11 @@
 //! ```
 //!
 //! [`check`] refuses the whole answer unless every call names items it may (an item of the pass;
-//! lessons for `same`, `apart`, `general`, `local`; a newer and an older decision for `supersedes`, a
-//! decision for `stands`) and every general wording is hygienic (nothing of one mission). Calls
-//! kept are remembered in curator.json and applied by every later pass: items are merged whole
-//! (nothing of either is lost), a superseded decision goes to MEMORY.md's History, and
-//! graduation still needs its rule's evidence.
+//! lessons for `same`, `apart`, `general`, `local`; a newer and an older decision for
+//! `supersedes`, a decision for `stands`) and every general wording is hygienic (nothing of one
+//! mission). Calls kept are remembered in curator.json and applied by every later pass: items
+//! are merged whole (nothing of either is lost), a superseded decision goes to MEMORY.md's
+//! History, and graduation still needs its rule's evidence.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -62,9 +62,9 @@ impl Judgments {
 
     /// These calls and `more` (those of `more` last), without repeats. A call of `more` that an
     /// item is general or local, or that a decision stands or is replaced, or that two say the
-    /// same or apart, replaces an earlier call of the other kind on it: knowledge first seen as one project's may be found general
-    /// once more of it is seen (the rules may have grouped other workers' entries with it
-    /// since), and the other way round.
+    /// same or apart, replaces an earlier call of the other kind on it: knowledge first seen as
+    /// one project's may be found general once more of it is seen (the rules may have grouped
+    /// other workers' entries with it since), and the other way round.
     pub fn with(&self, more: &Judgments) -> Judgments {
         let mut all = self.clone();
         let one_pair = |x: &[String; 2], y: &[String; 2]| x == y || (x[0] == y[1] && x[1] == y[0]);
@@ -260,9 +260,10 @@ pub fn check(judgments: &Judgments, items: &[ItemReport], context: &Context) -> 
 }
 
 /// `items` (read in `context`) with the calls applied: the items said to be the same merged
-/// (all their entries in one item), those with entries said to be apart split in two, each decision said to be replaced superseded by its
-/// successor and each said to stand not superseded, and each item called general given its
-/// general wording. Calls naming items that are not there any more do nothing.
+/// (all their entries in one item), those with entries said to be apart split in two, each
+/// decision said to be replaced superseded by its successor and each said to stand not
+/// superseded, and each item called general given its general wording. Calls naming items that
+/// are not there any more do nothing.
 pub fn apply(items: Vec<Item>, judgments: &Judgments, context: &Context) -> Vec<Item> {
     let mut items = items;
     for [a, b] in &judgments.same {
