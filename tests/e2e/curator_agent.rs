@@ -226,9 +226,15 @@ fn entries_the_agent_says_are_apart_are_two_items() {
     assert_eq!(items(&project), [1, 2]);
     assert_eq!(code(&project.curator(&["--quiet"])), 0);
     assert_eq!(items(&project), [1, 2]);
-    // Entries of two items are apart already.
+    // Entries of two items are apart already; one entry is not apart from itself.
     let (_, stderr) = answered_on(raw, &format!("apart c:{short} c:{}", id("cargo test -q")));
     assert!(stderr.contains("rejected"), "{stderr}");
+    let (project, stderr) = answered_on(raw, &format!("apart c:{short} c:{short}"));
+    assert!(
+        stderr.contains("names c:") && stderr.contains("twice"),
+        "{stderr}"
+    );
+    assert_eq!(items(&project), [3]);
 }
 
 #[test]

@@ -216,6 +216,9 @@ pub fn check(judgments: &Judgments, items: &[ItemReport], context: &Context) -> 
         }
     }
     for [a, b] in &judgments.apart {
+        if a == b {
+            return Err(format!("`apart` names c:{a} twice"));
+        }
         if lesson(a)?.id != lesson(b)?.id {
             return Err(format!("c:{a} and c:{b} are two items already"));
         }
@@ -291,8 +294,10 @@ pub fn apply(items: Vec<Item>, judgments: &Judgments, context: &Context) -> Vec<
             continue;
         };
         let (one, two) = apart(items.remove(x).evidence, a, b);
-        items.push(items::item(false, one, context));
-        items.push(items::item(false, two, context));
+        // Never empty (each holds its named entry) unless a call names one entry twice.
+        for part in [one, two].into_iter().filter(|part| !part.is_empty()) {
+            items.push(items::item(false, part, context));
+        }
     }
     items.sort_by(|a, b| a.id.cmp(&b.id));
     for [newer, older] in &judgments.supersedes {
