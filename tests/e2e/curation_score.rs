@@ -788,7 +788,7 @@ fn curation_score_with_the_agent_judging() {
     // One log, to study it: `CURATION_LOG=fresh`.
     let only = std::env::var("CURATION_LOG").ok();
     for name in [
-        "main", "holdout", "fresh", "blind", "blind2", "blind3", "blind4",
+        "main", "holdout", "fresh", "blind", "blind2", "blind3", "blind4", "blind5",
     ] {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;

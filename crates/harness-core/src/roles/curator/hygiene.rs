@@ -177,8 +177,11 @@ pub const CONFIRM: f64 = 0.3;
 /// placeholders only where the missions disagree on them.
 ///
 /// `agent`: a general wording the curator's agent gave (checked to be hygienic): the evidence
-/// must still be there (wordings said again as `needed` asks, hygienic or not), and the agent's
-/// wording is the one that graduates.
+/// must still be there (the sources `needed` asks for), and the agent's wording is the one that
+/// graduates. Every wording of the item counts as said again: the agent read them as one
+/// piece of knowledge (and may have split off what is not), where the rules must see it in
+/// their words ("Deno.openKv(\":memory:\") in each test" and "an in-memory store per test fixed
+/// the order-dependent failures").
 pub fn general_wording(
     own: &[Said],
     others: &[Said],
@@ -240,7 +243,7 @@ pub fn general_wording(
                     && !theirs.is_disjoint(said_phrases_of);
                 (other, score, phrase)
             })
-            .filter(|(_, score, phrase)| *score >= CONFIRM || *phrase)
+            .filter(|(_, score, phrase)| agent.is_some() || *score >= CONFIRM || *phrase)
             .map(|(other, score, _)| (other, score))
             .collect();
         let saids: Vec<&Said> = alike.iter().map(|(s, _)| *s).collect();
@@ -602,6 +605,34 @@ mod tests {
             option_values("go test -count=1 ./..., -Dtest=<class>, --no-pager and --pool=forks"),
             ["forks"]
         );
+    }
+
+    #[test]
+    fn the_agents_general_wording_takes_every_wording_of_the_item_as_said_again() {
+        let api = Context::new("/p/kettle", ["F-002", "F-005"]);
+        let own = [
+            said(
+                "Deno.openKv(\":memory:\") in each test gives it an empty store of its own",
+                "api",
+                &api,
+                "F-002",
+            ),
+            said(
+                "two files saw each other's batches in the shared local database; now isolated",
+                "api",
+                &api,
+                "F-005",
+            ),
+        ];
+        // In their own words the two are too far apart to say it again.
+        assert_eq!(general_wording(&own, &[], TWO, None), None);
+        let agent = "each test opens its own in-memory store instead of the shared one";
+        assert_eq!(
+            general_wording(&own, &[], TWO, Some(agent)).as_deref(),
+            Some(agent)
+        );
+        // The sources the rule asks for are still needed.
+        assert_eq!(general_wording(&own[..1], &[], TWO, Some(agent)), None);
     }
 
     #[test]
