@@ -270,9 +270,7 @@ pub fn check(judgments: &Judgments, items: &[ItemReport], context: &Context) -> 
 pub fn apply(items: Vec<Item>, judgments: &Judgments, context: &Context) -> Vec<Item> {
     let mut items = items;
     for [a, b] in &judgments.same {
-        let find =
-            |items: &[Item], id: &str| items.iter().position(|i| i.entry_ids().any(|e| e == id));
-        let (Some(x), Some(y)) = (find(&items, a), find(&items, b)) else {
+        let (Some(x), Some(y)) = (holding(&items, a), holding(&items, b)) else {
             continue;
         };
         if x == y || items[x].kind == Kind::Decision || items[y].kind == Kind::Decision {
@@ -286,10 +284,8 @@ pub fn apply(items: Vec<Item>, judgments: &Judgments, context: &Context) -> Vec<
         items.push(items::item(false, evidence, context));
     }
     for [a, b] in &judgments.apart {
-        let holds = |item: &Item, id: &str| item.entry_ids().any(|e| e == id);
-        let Some(x) = items
-            .iter()
-            .position(|i| i.kind != Kind::Decision && holds(i, a) && holds(i, b))
+        let Some(x) = holding(&items, a)
+            .filter(|&x| items[x].kind != Kind::Decision && items[x].entry_ids().any(|e| e == b))
         else {
             continue;
         };
@@ -301,8 +297,7 @@ pub fn apply(items: Vec<Item>, judgments: &Judgments, context: &Context) -> Vec<
     }
     items.sort_by(|a, b| a.id.cmp(&b.id));
     for [newer, older] in &judgments.supersedes {
-        let find = |id: &str| items.iter().position(|i| i.entry_ids().any(|e| e == id));
-        let (Some(new), Some(old)) = (find(newer), find(older)) else {
+        let (Some(new), Some(old)) = (holding(&items, newer), holding(&items, older)) else {
             continue;
         };
         if items[new].kind == Kind::Decision
@@ -319,6 +314,13 @@ pub fn apply(items: Vec<Item>, judgments: &Judgments, context: &Context) -> Vec<
         item.general = judgments.general_wording(item).map(str::to_string);
     }
     items
+}
+
+/// Where in `items` the item holding entry `id` is (an entry is in one item at most).
+fn holding(items: &[Item], id: &str) -> Option<usize> {
+    items
+        .iter()
+        .position(|item| item.entry_ids().any(|e| e == id))
 }
 
 /// `evidence` (of one item) in two: with entry `a` the entries whose words are at least as like

@@ -294,15 +294,15 @@ fn items_section(draft: &Pass, plan: &SummaryPlan, snapshot: &Snapshot) -> Strin
             item.text
         ));
         // Its other wordings, each with an entry's id: the agent may find two apart.
-        let mut shown = BTreeSet::from([item.text.as_str()]);
+        let mut worded = BTreeSet::from([item.text.as_str()]);
         for id in &item.evidence {
-            if shown.len() > WORDINGS_SHOWN {
+            if worded.len() > WORDINGS_SHOWN {
                 break;
             }
             let Some(wording) = texts.get(id.as_str()) else {
                 continue;
             };
-            if shown.insert(wording.as_str()) {
+            if worded.insert(wording.as_str()) {
                 text.push_str(&format!("  - c:{id}: {wording}\n"));
             }
         }
