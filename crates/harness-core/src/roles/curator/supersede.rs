@@ -666,13 +666,26 @@ fn versions(text: &str) -> Vec<(String, String)> {
         .filter(|pair| {
             pair[0].chars().all(char::is_alphabetic)
                 && super::similarity::is_content_word(&pair[0])
-                && pair[1].chars().all(|c| c.is_ascii_digit() || c == '.')
+                && is_version(&pair[1])
         })
         .map(|pair| {
             let whole = pair[1].split('.').next().unwrap_or("");
             (pair[0].clone(), whole.to_string())
         })
         .collect()
+}
+
+/// Whether `word` is a version number: digits and dots, or a dotted one that letters end
+/// (`2022.3.21f1`, `3.12.0rc1`); "2d" or "500ms" are not.
+fn is_version(word: &str) -> bool {
+    let digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    let parts: Vec<&str> = word.split('.').collect();
+    let (last, whole) = parts.split_last().expect("split gives one part at least");
+    whole.iter().all(|part| digits(part))
+        && (digits(last)
+            || (!whole.is_empty()
+                && last.starts_with(|c: char| c.is_ascii_digit())
+                && last.bytes().all(|b| b.is_ascii_alphanumeric())))
 }
 
 /// Whether `text` starts with a condition (see [`CONDITIONS`]) followed by a comma.
@@ -1145,6 +1158,15 @@ mod tests {
                 ("ios".to_string(), "16".to_string()),
                 ("postgres".to_string(), "16".to_string()),
                 ("port".to_string(), "5432".to_string())
+            ]
+        );
+        // A version may end in letters (Unity's `f1`, a release candidate's `rc1`); a size or
+        // a duration is no version.
+        assert_eq!(
+            versions("Unity 2022.3.21f1, Python 3.13.0rc1, URP 2D, timeout 500ms"),
+            [
+                ("unity".to_string(), "2022".to_string()),
+                ("python".to_string(), "3".to_string())
             ]
         );
     }
