@@ -26,9 +26,11 @@
 //!   deployment target is iOS 16.0", "the app now needs iOS 17"), or turns it around (it uses
 //!   what the older excluded, "no autocast" then "runs under torch.autocast", or excludes what
 //!   the older did, "throwing an Error" then "nothing throws any more"): "time handling moves
-//!   to jiff: chrono cannot…" replaces "timestamps are parsed with chrono". When it says what it
+//!   to jiff: chrono cannot…" replaces "timestamps are parsed with chrono", or names what the
+//!   older says and calls it old ("the old header is no longer read"). When it says what it
 //!   replaces ("no more SMTP", "instead of stored keys"), it replaces only a decision that names
-//!   it. It replaces a decision that states its subject only if it names that subject (a word
+//!   it. A change said after "so" or "because" in the same clause is what comes of the
+//!   decision, not one it announces. It replaces a decision that states its subject only if it names that subject (a word
 //!   of it, or one that begins or is begun by one: "time" for "timestamps") or another version
 //!   of it.
 //!
@@ -131,20 +133,16 @@ struct Decision {
     /// What it says it replaces: the words after "instead of" or "no more" in their clause
     /// (`no more SMTP`); empty when it does not say.
     named: BTreeSet<String>,
+    /// What it calls old: the words after "the old", "the previous" or "the former" in their
+    /// phrase (`the old Input class` → input, class).
+    former: BTreeSet<String>,
 }
 
 impl Decision {
     /// What the rules need to know of `item`, but its words (see [`Decision::weigh`]).
     fn of(item: &Item, context: &Context) -> Self {
         let text = &item.text;
-        let lowered = format!(
-            " {} ",
-            text.to_lowercase()
-                .split(|c: char| !c.is_alphanumeric())
-                .filter(|w| !w.is_empty())
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
+        let lowered = spaced(text);
         let has_in = |lowered: &str, phrases: &[&str]| {
             phrases.iter().any(|p| {
                 lowered.match_indices(p).any(|(at, _)| {
@@ -153,13 +151,7 @@ impl Decision {
             })
         };
         let has = |phrases: &[&str]| has_in(&lowered, phrases);
-        // What follows "so" or "because" is why, or what comes of it ("…, so a URL no longer
-        // tells how many members there are"): a change said there is not the decision's.
-        let decided = CONSEQUENCES
-            .iter()
-            .filter_map(|word| lowered.find(word))
-            .min()
-            .map_or(lowered.as_str(), |at| &lowered[..=at]);
+        let decided = spaced(&decided(text));
         let (about, head) = subject(text, context);
         let prose = prose(text, context);
         Self {
@@ -172,12 +164,13 @@ impl Decision {
             action: action(text, context),
             acronyms: acronyms(text),
             initials: BTreeSet::new(),
-            changes: has_in(decided, CHANGES),
+            changes: has_in(&decided, CHANGES),
             adds: has(ADDITIONS) || conditional(text),
             weighted: Vec::new(),
             rare: BTreeSet::new(),
             topical: BTreeSet::new(),
             named: named(text, context),
+            former: former(text, context),
             versions: versions(text),
         }
     }
@@ -295,6 +288,7 @@ fn replaces(older: &Decision, newer: &Decision, score: f64, alike: bool) -> Opti
             || similarity(&older.weighted, &newer.weighted) >= MARKED_SIMILARITY
             || older.other_version(newer))
             && (newer.named.is_empty() || older.topical.intersection(&newer.named).next().is_some())
+            || older.topical.intersection(&newer.former).next().is_some()
     };
     // A change that turns the older around: it uses what the older excluded ("no autocast",
     // then "the forward pass runs under torch.autocast"), or excludes what the older did.
@@ -488,6 +482,36 @@ fn other_candidates(
     Ok(pairs)
 }
 
+/// `text` lowercased, its words between single spaces, with a space before and after.
+fn spaced(text: &str) -> String {
+    let words: Vec<&str> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    format!(" {} ", words.join(" ").to_lowercase())
+}
+
+/// What `text` decides: each of its clauses (split at `;`) without what follows "so" or
+/// "because" in it. That is why, or what comes of it ("…, so a URL no longer tells how many
+/// members there are"): a change said there is not the decision's; one said in a clause after
+/// it is ("…, so gamepads work; no more calls to the old Input class").
+fn decided(text: &str) -> String {
+    let clauses = text.split(';').map(|clause| {
+        let lowered = clause.to_lowercase();
+        let end = CONSEQUENCES
+            .iter()
+            .filter_map(|word| lowered.find(word))
+            .min()
+            .unwrap_or(clause.len());
+        // Lowercasing keeps the byte length of ASCII text; elsewhere the whole clause is kept.
+        clause
+            .get(..end)
+            .filter(|_| lowered.len() == clause.len())
+            .unwrap_or(clause)
+    });
+    clauses.collect::<Vec<_>>().join(";")
+}
+
 /// `words` without those that announce a change or negate (`now`, `no`, `more`…): what is
 /// shared besides them says what the change is about.
 fn topical(words: &[String]) -> Vec<String> {
@@ -651,6 +675,29 @@ fn named(text: &str, context: &Context) -> BTreeSet<String> {
         }
     }
     named
+}
+
+/// What a decision calls old (see [`Decision::former`]): the words after "the old", "the
+/// previous" or "the former", to a copula, a preposition or the end of their clause.
+fn former(text: &str, context: &Context) -> BTreeSet<String> {
+    let lowered = text.to_lowercase();
+    let words: Vec<&str> = lowered
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | ':' | ',' | '(' | '—'))
+        .collect();
+    let mut former = BTreeSet::new();
+    for (at, pair) in words.windows(2).enumerate() {
+        if pair[0] != "the" || !matches!(pair[1], "old" | "previous" | "former") {
+            continue;
+        }
+        let phrase = words[at + 2..]
+            .iter()
+            .take_while(|w| !w.is_empty() && !COPULAS.contains(w) && !PREPOSITIONS.contains(w))
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ");
+        former.extend(super::similarity::read_words(&phrase, context).words);
+    }
+    former
 }
 
 /// The names of a text that a number follows (`iOS 16.0`, `Postgres 16`, `port 5432`), with the
@@ -1129,6 +1176,55 @@ mod tests {
             "members no longer get numbers in a URL: every table gets ULID keys",
         );
         assert!(successor_of(&items, "a member without").is_some());
+    }
+
+    #[test]
+    fn a_change_said_in_a_clause_after_what_comes_of_it_is_announced() {
+        let log = |newer: &str| {
+            format!(
+                "[2026-04-24T09:00:00Z] worker F-001 LESSON: the client's status screen redraws on every update\n\
+                 [2026-04-24T09:30:00Z] worker F-002 TRICK: stub the status endpoint in the client tests\n\
+                 [2026-04-24T09:45:00Z] worker F-003 LESSON: the status updates carry the order's version\n\
+                 [2026-04-24T10:00:00Z] worker F-001 DECISION: the mobile client polls the status endpoint every 30 s\n\
+                 [2026-04-25T10:00:00Z] worker F-004 DECISION: {newer}\n"
+            )
+        };
+        let items = grouped(&log(
+            "a websocket pushes each change to the phone, so the battery lasts; the old polling is gone",
+        ));
+        assert!(
+            successor_of(&items, "the mobile client").is_some(),
+            "{:?}",
+            successors(&items)
+        );
+        // Said as what comes of it, the change is not the decision's.
+        let items = grouped(&log(
+            "a websocket pushes each change to the phone, so the old polling is gone",
+        ));
+        assert_eq!(successor_of(&items, "the mobile client"), None);
+    }
+
+    #[test]
+    fn a_change_replaces_what_it_calls_old() {
+        let log = |newer: &str| {
+            format!(
+                "[2026-04-24T09:00:00Z] worker F-001 LESSON: every request to the API needs a header or it gets a 401\n\
+                 [2026-04-24T09:30:00Z] worker F-002 TRICK: curl -H sets a header on the request\n\
+                 [2026-04-24T09:45:00Z] worker F-003 AVOID: logging a request's header leaks the credentials\n\
+                 [2026-04-24T10:00:00Z] worker F-001 DECISION: clients authenticate with an X-Api-Key header checked against the keys table\n\
+                 [2026-04-24T11:00:00Z] worker F-002 DECISION: error responses are JSON with a code and a message\n\
+                 [2026-04-25T10:00:00Z] worker F-004 DECISION: {newer}\n"
+            )
+        };
+        let items = grouped(&log(
+            "requests carry a bearer JWT signed with the server's secret; the old header is no longer read",
+        ));
+        assert!(
+            successor_of(&items, "clients authenticate").is_some(),
+            "{:?}",
+            successors(&items)
+        );
+        assert_eq!(successor_of(&items, "error responses"), None);
     }
 
     /// The items of a log of two decisions, `older` then `newer` a day later.
