@@ -4,8 +4,8 @@
 //! - their words are alike: similarity at the `supersede` threshold (as the join finds them),
 //!   unless each states its subject and what is done to it and the two differ in both ("the
 //!   model to keep is chosen by macro F1", "the test set is scored once per chosen model");
-//! - they are about the same thing: in "X is/are/stays …" decisions and "X: …" ones with a
-//!   short X, the words of the X (what is decided about) share one, amounts and prices being
+//! - they are about the same thing: in "X is/are/stays/lives …" decisions (an aside in
+//!   parentheses read past) and "X: …" ones with a short X, the words of the X (what is decided about) share one, amounts and prices being
 //!   one thing (`prices are numeric(12,2)`, `amounts are integer cents`; "state stays local",
 //!   "remote state: an S3 bucket"; a possessor is not the subject: "a hike's distance" is about
 //!   the distance, not the hikes; a word shared is the head of one of the two X, not only a
@@ -93,7 +93,7 @@ const ADDITIONS: &[&str] = &["additionally", "also", "as well", "in addition", "
 const CONDITIONS: &[&str] = &["if", "once", "unless", "until", "when", "whenever", "while"];
 /// Copulas: what comes before the first of them in a decision's first clause is its subject.
 const COPULAS: &[&str] = &[
-    "are", "is", "remain", "remains", "stay", "stays", "was", "were",
+    "are", "is", "live", "lives", "remain", "remains", "stay", "stays", "was", "were",
 ];
 /// The most content words of a heading that names a decision's subject ("remote state now:").
 const HEADING_WORDS: usize = 3;
@@ -531,6 +531,7 @@ fn topical(words: &[String]) -> Vec<String> {
 /// last before any preposition (`db`). Two subjects that share only a modifier are two
 /// subjects: "tide curves are drawn with Swift Charts", "tide alerts are local notifications".
 fn subject(text: &str, context: &Context) -> (BTreeSet<String>, Option<String>) {
+    let text = &without_asides(text);
     let clause = first_clause(text);
     let lowered = clause.to_lowercase();
     // A possessor is not what is decided about: "a hike's distance" is about the distance.
@@ -586,6 +587,23 @@ fn first_clause(text: &str) -> &str {
         .unwrap_or("")
 }
 
+/// `text` without what it says in parentheses: an aside does not end the clause it is in ("the
+/// player's progress (levels done, lanterns found) is saved in…"). An aside never closed runs
+/// to the end.
+fn without_asides(text: &str) -> String {
+    let mut kept = String::with_capacity(text.len());
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth > 0 => depth -= 1,
+            _ if depth == 0 => kept.push(c),
+            _ => {}
+        }
+    }
+    kept
+}
+
 /// Prepositions: what follows the first of them in a subject does not hold its head.
 const PREPOSITIONS: &[&str] = &[
     "at", "by", "for", "from", "in", "of", "on", "per", "to", "with",
@@ -602,7 +620,7 @@ const PARTICIPLES: &[&str] = &[
 /// re-encoded as WebP` → `encod`), if there is one: what the decision says is done to its
 /// subject. A regular past participle (`-ed`) or a common irregular one.
 fn action(text: &str, context: &Context) -> Option<String> {
-    let lowered = first_clause(text).to_lowercase();
+    let lowered = first_clause(&without_asides(text)).to_lowercase();
     let words: Vec<&str> = lowered.split_whitespace().collect();
     let copula = words.iter().position(|w| COPULAS.contains(w))?;
     let next = words[copula + 1..]
@@ -1225,6 +1243,19 @@ mod tests {
             successors(&items)
         );
         assert_eq!(successor_of(&items, "error responses"), None);
+    }
+
+    #[test]
+    fn a_subject_is_read_past_an_aside_and_where_it_lives() {
+        let items = older_then(
+            "the user's drafts (text, attachments, recipients) are saved in local storage under one key",
+            "drafts live in IndexedDB, one record per draft with a schema version",
+        );
+        assert!(
+            successor_of(&items, "the user's drafts").is_some(),
+            "{:?}",
+            successors(&items)
+        );
     }
 
     /// The items of a log of two decisions, `older` then `newer` a day later.
