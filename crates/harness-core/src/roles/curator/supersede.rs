@@ -14,7 +14,8 @@
 //!   different thing is done to it ("tiles are decoded with libpng", "tiles are re-encoded as
 //!   WebP": what a decision says is done to its subject, the participle after the copula, is
 //!   part of that subject, negated or not: "accounts are never deleted", "archived accounts are
-//!   hidden by a query filter");
+//!   hidden by a query filter"; where or how it is kept is not: "readings are stored as
+//!   specific gravity", "readings are kept in degrees Plato");
 //! - one states no subject and names every word of the subject of two words or more that the
 //!   other states ("parcels get bigint primary keys", "every table's primary key is a UUIDv7"),
 //!   in prose: a word inside code (`{:shift_changed, shift_id}`) names what the code carries;
@@ -636,7 +637,10 @@ fn action(text: &str, context: &Context) -> Option<String> {
         })?;
     let participle =
         (next.len() > 4 && next.ends_with("ed")) || PARTICIPLES.binary_search(&next).is_ok();
-    if !participle {
+    // Where or how a thing is kept says what it is, as the copula does: "readings are stored
+    // as specific gravity", "readings are kept in degrees Plato".
+    const KEEPING: &[&str] = &["held", "kept", "persisted", "recorded", "saved", "stored"];
+    if !participle || KEEPING.contains(&next) {
         return None;
     }
     super::similarity::read_words(next, context).words.pop()
@@ -1066,9 +1070,10 @@ mod tests {
             "{found:?}"
         );
         assert_eq!(
-            action("prices are stored as cents", &Context::default()).as_deref(),
-            Some("stor")
+            action("prices are rounded to cents", &Context::default()).as_deref(),
+            Some("round")
         );
+        assert_eq!(action("prices are stored as cents", &Context::default()), None);
         assert_eq!(
             action("the database is Postgres", &Context::default()),
             None
@@ -1253,6 +1258,19 @@ mod tests {
         );
         assert!(
             successor_of(&items, "the user's drafts").is_some(),
+            "{:?}",
+            successors(&items)
+        );
+    }
+
+    #[test]
+    fn where_a_thing_is_kept_is_no_other_thing_done_to_it() {
+        let items = older_then(
+            "sensor temperatures are stored as tenths of a degree Celsius in an integer",
+            "from this release on the temperatures are kept in kelvin, as floats",
+        );
+        assert!(
+            successor_of(&items, "sensor temperatures").is_some(),
             "{:?}",
             successors(&items)
         );
