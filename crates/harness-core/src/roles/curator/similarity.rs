@@ -725,11 +725,13 @@ const SAME: &[(&str, &str)] = &[
     ("amount", "money"),
     ("cent", "money"),
     ("cost", "money"),
+    ("fare", "money"),
+    ("fee", "money"),
     ("pric", "money"),
 ];
 
 /// The one word for stems that name one thing in a project's talk: money (`price`, `amount`,
-/// `cost`, `cent`).
+/// `cost`, `cent`, `fee`, `fare`).
 fn one_word(stem: &str) -> Option<&'static str> {
     looked_up(SAME, stem)
 }

@@ -6,7 +6,7 @@
 //!   model to keep is chosen by macro F1", "the test set is scored once per chosen model");
 //! - they are about the same thing: in "X is/are/stays/lives …" decisions (an aside in
 //!   parentheses read past) and "X: …" ones with a short X, the words of the X (what is decided about) share one, amounts and prices being
-//!   one thing (`prices are numeric(12,2)`, `amounts are integer cents`; "state stays local",
+//!   one thing (`prices are numeric(12,2)`, `amounts are integer cents`, "fees are …"; "state stays local",
 //!   "remote state: an S3 bucket"; a possessor is not the subject: "a hike's distance" is about
 //!   the distance, not the hikes; a word shared is the head of one of the two X, not only a
 //!   modifier: "tide curves" and "tide alerts" are two things), or one is the acronym of the
@@ -1073,7 +1073,10 @@ mod tests {
             action("prices are rounded to cents", &Context::default()).as_deref(),
             Some("round")
         );
-        assert_eq!(action("prices are stored as cents", &Context::default()), None);
+        assert_eq!(
+            action("prices are stored as cents", &Context::default()),
+            None
+        );
         assert_eq!(
             action("the database is Postgres", &Context::default()),
             None
@@ -1274,6 +1277,27 @@ mod tests {
             "{:?}",
             successors(&items)
         );
+    }
+
+    #[test]
+    fn amounts_prices_and_fees_are_one_subject() {
+        for (older, newer) in [
+            (
+                "prices are numeric(12,2)",
+                "amounts are integer cents everywhere",
+            ),
+            (
+                "order amounts are Double values in euros",
+                "shipping fees are BigDecimal with two places",
+            ),
+        ] {
+            let items = older_then(older, newer);
+            assert!(
+                successor_of(&items, older).is_some(),
+                "{:?}",
+                successors(&items)
+            );
+        }
     }
 
     /// The items of a log of two decisions, `older` then `newer` a day later.
