@@ -24,7 +24,9 @@
 //!   "replaces"…) and names what is rare in the older (a word of at most [`RARE`] items, such
 //!   as the tool it replaces), or is like it (a weighted similarity of [`MARKED_SIMILARITY`] or
 //!   more), or gives a name of it another number (the same thing at another version: "the
-//!   deployment target is iOS 16.0", "the app now needs iOS 17"), or turns it around (it uses
+//!   deployment target is iOS 16.0", "the app now needs iOS 17"; a release of three parts
+//!   needs no name: "the schemas are those of 1.27.0", "the oldest cluster is now 1.29: kind
+//!   runs v1.29.4"), or turns it around (it uses
 //!   what the older excluded, "no autocast" then "runs under torch.autocast", or excludes what
 //!   the older did, "throwing an Error" then "nothing throws any more"): "time handling moves
 //!   to jiff: chrono cannot…" replaces "timestamps are parsed with chrono", or names what the
@@ -131,6 +133,9 @@ struct Decision {
     /// The names it gives a number right after (`iOS 16.0` → `ios`, `16`), lowercase, with the
     /// number's whole part.
     versions: Vec<(String, String)>,
+    /// The major and minor parts of its releases: the versions of three parts or more
+    /// (`1.29.4` → 1, 29), named or not.
+    releases: BTreeSet<(String, String)>,
     /// What it says it replaces: the words after "instead of" or "no more" in their clause
     /// (`no more SMTP`); empty when it does not say.
     named: BTreeSet<String>,
@@ -173,6 +178,7 @@ impl Decision {
             named: named(text, context),
             former: former(text, context),
             versions: versions(text),
+            releases: releases(text),
         }
     }
 
@@ -202,13 +208,20 @@ impl Decision {
     /// Whether the two give one name another number ("the deployment target is iOS 16.0",
     /// "the app now needs iOS 17"): the same thing at another version.
     fn other_version(&self, other: &Decision) -> bool {
-        self.versions.iter().any(|(name, number)| {
+        let named = self.versions.iter().any(|(name, number)| {
             other.versions.iter().any(|(theirs, _)| theirs == name)
                 && !other
                     .versions
                     .iter()
                     .any(|(theirs, other_number)| theirs == name && other_number == number)
-        })
+        });
+        // Unnamed, a release of three parts is a version of what has releases of its major
+        // ("Kubernetes 1.27.0", "checked for 1.29.0").
+        let release = self.releases.iter().any(|(major, _)| {
+            other.releases.iter().any(|(theirs, _)| theirs == major)
+                && self.releases.is_disjoint(&other.releases)
+        });
+        named || release
     }
 
     /// Whether `newer` names what this decision is about, when it says so: a word of its
@@ -740,6 +753,19 @@ fn versions(text: &str) -> Vec<(String, String)> {
         .map(|pair| {
             let whole = pair[1].split('.').next().unwrap_or("");
             (pair[0].clone(), whole.to_string())
+        })
+        .collect()
+}
+
+/// The major and minor parts of each version of three parts or more in `text` (`v1.29.4` →
+/// 1, 29): a release, whatever it names.
+fn releases(text: &str) -> BTreeSet<(String, String)> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '.')
+        .map(|w| w.trim_matches('.').trim_start_matches(['v', 'V']))
+        .filter(|w| w.matches('.').count() >= 2 && is_version(w))
+        .filter_map(|w| {
+            let mut parts = w.split('.');
+            Some((parts.next()?.to_string(), parts.next()?.to_string()))
         })
         .collect()
 }
@@ -1298,6 +1324,33 @@ mod tests {
                 successors(&items)
             );
         }
+    }
+
+    #[test]
+    fn a_change_to_another_release_replaces_the_older() {
+        let log = |newer: &str| {
+            format!(
+                "[2026-04-24T09:00:00Z] worker F-001 LESSON: the schemas kubeconform checks come from a cache, so the cluster version matters\n\
+                 [2026-04-24T09:30:00Z] worker F-002 TRICK: kind creates a cluster at the version of its node image\n\
+                 [2026-04-24T09:45:00Z] worker F-003 LESSON: the oldest cluster a chart supports is checked in CI\n\
+                 [2026-04-24T10:00:00Z] worker F-001 DECISION: the charts target clusters from 1.27 on; the schemas are those of 1.27.0\n\
+                 [2026-04-24T11:00:00Z] worker F-002 DECISION: every chart ships a NetworkPolicy that denies all ingress by default\n\
+                 [2026-04-25T10:00:00Z] worker F-004 DECISION: {newer}\n"
+            )
+        };
+        let items = grouped(&log(
+            "the oldest supported cluster is now 1.29: kind runs node v1.29.4",
+        ));
+        assert!(
+            successor_of(&items, "the charts target").is_some(),
+            "{:?}",
+            successors(&items)
+        );
+        assert_eq!(successor_of(&items, "every chart ships"), None);
+        assert_eq!(
+            releases("node v1.29.4, then 1.29 and 3.5"),
+            BTreeSet::from([("1".to_string(), "29".to_string())])
+        );
     }
 
     /// The items of a log of two decisions, `older` then `newer` a day later.
