@@ -7,7 +7,9 @@
 //! the threshold, each word weighing by how rare it is among the entries (a tool, a flag, an
 //! error text weigh more than `test` or `fix`); the grouping is transitive (two entries each like
 //! a third are one item), so it does not depend on the order of the entries. Two entries that
-//! alone name a flag or an identifier (`-race`, `have_css`) need less: [`NAME_SHARE`] of it. An
+//! alone name a flag or an identifier (`-race`, `have_css`) need less: [`NAME_SHARE`] of it;
+//! two that alone name a value of the mission (a path, an address, an e-mail) less still:
+//! [`VALUE_SHARE`]. An
 //! item's section is that of its most frequent tag. Decisions are grouped only when their words
 //! are the same: a decision worded differently on the same subject is a newer decision, which
 //! [supersedes](super::supersede) the older one.
@@ -25,7 +27,9 @@ use crate::state::memory::Tag;
 
 use super::join::{self, Vocabulary};
 use super::log::Line;
-use super::similarity::{generalise, identifiers_of, read_words, similarity, Context, MAX_WEIGHT};
+use super::similarity::{
+    analyse, generalise, identifiers_of, read_words, similarity, Context, Specific, MAX_WEIGHT,
+};
 use super::supersede;
 use super::{Background, Cancelled};
 
@@ -172,8 +176,8 @@ pub fn group(
         sets.join(member, group_of[member]);
     }
     let named: Vec<&Node> = members.iter().map(|&node| &nodes[node]).collect();
-    for (a, b) in sharing_a_name(&named) {
-        if similarity(&ids[a], &ids[b]) >= threshold * NAME_SHARE {
+    for ((a, b), share) in sharing_a_name(&named, context) {
+        if similarity(&ids[a], &ids[b]) >= threshold * share {
             sets.join(members[a], members[b]);
         }
     }
@@ -209,31 +213,53 @@ pub fn group(
 /// every tool.
 const NAME_SHARE: f64 = 5.0 / 6.0;
 
+/// The share of the similarity threshold at which two entries that alone name a value of the
+/// mission (a path, an address, a port, an e-mail: a [`Specific`]) say the same thing: that
+/// value is the fact they are about ("the seed task creates admin@clinic.test with a fixed API
+/// key", "log in as admin@clinic.test with the seeded password"), in whatever words around it. Lower than [`NAME_SHARE`]: a tool's flag is named for many reasons, a value of
+/// one mission for one.
+const VALUE_SHARE: f64 = 0.5;
+
 /// The pairs of `nodes` (by number) that are the only two to name a flag of three letters or
-/// more (the words of flags begin with a backquote: see `similarity::read`) or an identifier
-/// (of the text of their first entry: the entries of a node differ at most in what is not a
-/// word).
-fn sharing_a_name(nodes: &[&Node]) -> BTreeSet<(usize, usize)> {
-    let mut holders: HashMap<String, Vec<usize>> = HashMap::new();
+/// more (the words of flags begin with a backquote: see `similarity::read`), an identifier or a
+/// value of the mission (of the text of their first entry, read in `context`: the entries of a
+/// node differ at most in what is not a word), with the share of the threshold at which they
+/// are alike ([`NAME_SHARE`], or [`VALUE_SHARE`] when they share a value).
+fn sharing_a_name(nodes: &[&Node], context: &Context) -> BTreeMap<(usize, usize), f64> {
+    let mut holders: HashMap<(String, bool), Vec<usize>> = HashMap::new();
     for (number, ((_, words), evidence)) in nodes.iter().enumerate() {
+        let Some(first) = evidence.first() else {
+            continue;
+        };
         let flags = words
             .iter()
             .filter(|w| w.starts_with('`') && w.trim_start_matches(['`', '-']).len() >= 3)
             .cloned();
-        let identifiers = evidence
-            .first()
-            .map(|e| identifiers_of(&e.text))
-            .unwrap_or_default();
-        let names: BTreeSet<String> = flags.chain(identifiers).collect();
+        let names = flags.chain(identifiers_of(&first.text)).map(|n| (n, false));
+        let values = analyse(&first.text, context)
+            .specifics
+            .into_iter()
+            .filter(|(kind, _)| {
+                !matches!(
+                    kind,
+                    Specific::FeatureId | Specific::RunId | Specific::Project | Specific::Time
+                )
+            })
+            .map(|(_, token)| (token, true));
+        let names: BTreeSet<(String, bool)> = names.chain(values).collect();
         for name in names {
             holders.entry(name).or_default().push(number);
         }
     }
-    holders
-        .into_values()
-        .filter(|held| held.len() == 2)
-        .map(|held| (held[0], held[1]))
-        .collect()
+    let mut pairs: BTreeMap<(usize, usize), f64> = BTreeMap::new();
+    for ((_, value), held) in holders {
+        if let [a, b] = held[..] {
+            let share = if value { VALUE_SHARE } else { NAME_SHARE };
+            let kept = pairs.entry((a, b)).or_insert(share);
+            *kept = kept.min(share);
+        }
+    }
+    pairs
 }
 
 /// Word sets as numbers of their [`Vocabulary`], each word repeated by its weight, for the join.
@@ -432,7 +458,7 @@ mod tests {
         let weighed =
             |words: &[String]| -> u32 { words.iter().map(|w| vocabulary.weight(w)).sum() };
         let named: Vec<&Node> = pooled.iter().map(|&n| &nodes[n]).collect();
-        let flagged = sharing_a_name(&named);
+        let flagged = sharing_a_name(&named, &context);
         for (position, &a) in pooled.iter().enumerate() {
             for (other, &b) in pooled.iter().enumerate().skip(position + 1) {
                 let (x, y) = (&nodes[a].0 .1, &nodes[b].0 .1);
@@ -441,8 +467,8 @@ mod tests {
                     continue;
                 }
                 let score = 2.0 * f64::from(weighed(&common)) / f64::from(weighed(x) + weighed(y));
-                let flag = flagged.contains(&(position, other));
-                if score >= threshold || flag && score >= threshold * NAME_SHARE {
+                let share = flagged.get(&(position, other));
+                if score >= threshold || share.is_some_and(|share| score >= threshold * share) {
                     sets.join(a, b);
                 }
             }
@@ -557,6 +583,25 @@ mod tests {
         };
         assert_eq!(count(&log("have_css"), 0.4), 1);
         assert_eq!(count(&log("havecss"), 0.4), 2);
+    }
+
+    #[test]
+    fn two_entries_that_alone_name_a_value_of_the_mission_are_one_item_at_less() {
+        let log = |first: &str, second: &str| {
+            format!(
+                "[2026-04-24T10:00:00Z] worker F-1 TRICK: the seed task creates the user {first} with a fixed API key for manual curls\n\
+                 [2026-04-24T11:00:00Z] worker F-2 LESSON: log in as {second} with the seeded password to get a token for the export\n"
+            )
+        };
+        let count = |text: &str| {
+            let lines = lines(text);
+            let lines: Vec<&Line> = lines.iter().collect();
+            group(&lines, 0.5, 0.4, &Context::default(), &|| false)
+                .unwrap()
+                .len()
+        };
+        assert_eq!(count(&log("admin@clinic.test", "admin@clinic.test")), 1);
+        assert_eq!(count(&log("admin@clinic.test", "nurse@clinic.test")), 2);
     }
 
     #[test]
