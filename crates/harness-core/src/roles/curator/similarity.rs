@@ -562,7 +562,8 @@ fn looks_like_host(token: &str) -> bool {
 /// A path of one project: three components or more, an absolute or explicitly relative one
 /// (`./src/x`), or one ending in `/` or in a file name (`a/b.ts`). `~/…` is a tool's
 /// convention, a directory and a glob (`drizzle/*.sql`, `.changeset/`) a kind of file, a
-/// program in the root (`./gradlew`) a tool's wrapper; `and/or`, `i/o`, `ci/cd` are words.
+/// program in the root (`./gradlew`) a tool's wrapper, one a package manager installed
+/// (`./vendor/bin/pint`) the tool's; `and/or`, `i/o`, `ci/cd` are words.
 fn looks_like_path(token: &str) -> bool {
     if token.starts_with("~/") || !(token.contains('/') || token.contains('\\')) {
         return false;
@@ -572,6 +573,24 @@ fn looks_like_path(token: &str) -> bool {
         .strip_prefix("./")
         .is_some_and(|rest| !rest.is_empty() && !rest.contains(['/', '\\']))
     {
+        return false;
+    }
+    // A program a package manager installed (`./vendor/bin/pint`, `node_modules/.bin/eslint`,
+    // `.venv/bin/pytest`): where every project that installs the tool has it.
+    let installed = [
+        "vendor/bin/",
+        "node_modules/.bin/",
+        ".venv/bin/",
+        "venv/bin/",
+    ]
+    .iter()
+    .any(|dir| {
+        token
+            .trim_start_matches("./")
+            .strip_prefix(dir)
+            .is_some_and(|program| !program.is_empty() && !program.contains(['/', '\\']))
+    });
+    if installed {
         return false;
     }
     let components: Vec<&str> = token.split(['/', '\\']).filter(|c| !c.is_empty()).collect();
@@ -1025,6 +1044,11 @@ mod tests {
                 &[(Host, "world.openfoodfacts.net"), (Host, "api.shop.test")],
             ),
             ("./scripts/seed.sh fills it", &[(Path, "./scripts/seed.sh")]),
+            // A program a package manager installed is the tool's, in every project.
+            (
+                "./vendor/bin/pint --test, node_modules/.bin/eslint and vendor/bin/acme/seed.sh",
+                &[(Path, "vendor/bin/acme/seed.sh")],
+            ),
             (
                 "the frame follows the company id 0xFFFF",
                 &[(Number, "0xffff")],
