@@ -7,7 +7,8 @@
 //!   projects); values that the missions' wordings name differently are incidental, and
 //!   replaced by a placeholder (`port <n> is already in use`);
 //! - an option's value (`--account=plantsci`) only when another mission's wording names it too
-//!   (a setting of the project, like its paths and ports);
+//!   (a setting of the project, like its paths and ports), but a quantity with its unit
+//!   (`--memory-limit=1G`, `--timeout=120s`): what the tool needs;
 //! - an identifier or a file name (`assert_cmd`, `tailwind.config.js`) only when the entries of
 //!   two features or two missions name it (a tool's, not one feature's code); so a
 //!   `name:qualifier` (`spotless:apply`, a tool's goal), but one the project runs as a script
@@ -408,10 +409,22 @@ pub fn option_values(text: &str) -> Vec<String> {
         .filter_map(|token| token.split_once('=').map(|(_, value)| value))
         .map(|value| value.trim_end_matches(['.', ':']))
         .filter(|value| {
-            !value.starts_with(['<', '$', '{']) && value.chars().any(|c| c.is_ascii_alphabetic())
+            !value.starts_with(['<', '$', '{'])
+                && value.chars().any(|c| c.is_ascii_alphabetic())
+                && !quantity(value)
         })
         .map(str::to_lowercase)
         .collect()
+}
+
+/// Whether `value` is a quantity with its unit (`1G`, `120s`, `512Mi`, `2.5m`): a size or a
+/// time, what the tool needs, not a name the project chose.
+fn quantity(value: &str) -> bool {
+    let unit = value.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    unit.len() < value.len()
+        && value.starts_with(|c: char| c.is_ascii_digit())
+        && (1..=3).contains(&unit.len())
+        && unit.bytes().all(|b| b.is_ascii_alphabetic())
 }
 
 /// Whether `name` (lowercase) is run as a script of the project in `text` (`npm run db:seed`):
@@ -604,6 +617,11 @@ mod tests {
         assert_eq!(
             option_values("go test -count=1 ./..., -Dtest=<class>, --no-pager and --pool=forks"),
             ["forks"]
+        );
+        // Nor a size or a time the tool needs, with its unit.
+        assert_eq!(
+            option_values("--memory-limit=1G --timeout=120s --limit=2.5m --mode=v1beta"),
+            ["v1beta"]
         );
     }
 
