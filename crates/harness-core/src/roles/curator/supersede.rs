@@ -10,7 +10,9 @@
 //!   "remote state: an S3 bucket"; a possessor is not the subject: "a hike's distance" is about
 //!   the distance, not the hikes; a word shared is the head of one of the two X, not only a
 //!   modifier: "tide curves" and "tide alerts" are two things), or one is the acronym of the
-//!   other's words (`MSRV`, "the minimum supported Rust version"); but not when each says a
+//!   other's words (`MSRV`, "the minimum supported Rust version"), or they give one name two
+//!   versions, which differ in a part both give ("GHC 9.6.6", "the compiler is GHC 9.8.4";
+//!   not "Postgres 16" and "Postgres 16.2"); but not when each says a
 //!   different thing is done to it ("tiles are decoded with libpng", "tiles are re-encoded as
 //!   WebP": what a decision says is done to its subject, the participle after the copula, is
 //!   part of that subject, negated or not: "accounts are never deleted", "archived accounts are
@@ -130,8 +132,8 @@ struct Decision {
     rare: BTreeSet<String>,
     /// Its words but those that announce a change.
     topical: BTreeSet<String>,
-    /// The names it gives a number right after (`iOS 16.0` → `ios`, `16`), lowercase, with the
-    /// number's whole part.
+    /// The names it gives a number right after (`iOS 16.0` → `ios`, `16.0`), lowercase, with the
+    /// number.
     versions: Vec<(String, String)>,
     /// The major and minor parts of its releases: the versions of three parts or more
     /// (`1.29.4` → 1, 29), named or not.
@@ -210,10 +212,9 @@ impl Decision {
     fn other_version(&self, other: &Decision) -> bool {
         let named = self.versions.iter().any(|(name, number)| {
             other.versions.iter().any(|(theirs, _)| theirs == name)
-                && !other
-                    .versions
-                    .iter()
-                    .any(|(theirs, other_number)| theirs == name && other_number == number)
+                && !other.versions.iter().any(|(theirs, other_number)| {
+                    theirs == name && same_version(number, other_number)
+                })
         });
         // Unnamed, a release of three parts is a version of what has releases of its major
         // ("Kubernetes 1.27.0", "checked for 1.29.0").
@@ -284,6 +285,7 @@ impl Decision {
             || named(other, self)
             || self.acronyms.intersection(&other.initials).next().is_some()
             || other.acronyms.intersection(&self.initials).next().is_some()
+            || self.other_version(other)
     }
 }
 
@@ -736,7 +738,7 @@ fn former(text: &str, context: &Context) -> BTreeSet<String> {
 }
 
 /// The names of a text that a number follows (`iOS 16.0`, `Postgres 16`, `port 5432`), with the
-/// whole part of the number: (`ios`, `16`).
+/// number: (`ios`, `16.0`).
 fn versions(text: &str) -> Vec<(String, String)> {
     let words: Vec<String> = text
         .split(|c: char| !c.is_alphanumeric() && c != '.')
@@ -750,11 +752,14 @@ fn versions(text: &str) -> Vec<(String, String)> {
                 && super::similarity::is_content_word(&pair[0])
                 && is_version(&pair[1])
         })
-        .map(|pair| {
-            let whole = pair[1].split('.').next().unwrap_or("");
-            (pair[0].clone(), whole.to_string())
-        })
+        .map(|pair| (pair[0].clone(), pair[1].clone()))
         .collect()
+}
+
+/// Whether two version numbers are one version: the same in every part both give (`16` and
+/// `16.0`, `1.27` and `1.27.0`; not `9.6.6` and `9.8.4`, nor `1.10` and `1.11`).
+fn same_version(one: &str, two: &str) -> bool {
+    one.split('.').zip(two.split('.')).all(|(a, b)| a == b)
 }
 
 /// The major and minor parts of each version of three parts or more in `text` (`v1.29.4` →
@@ -1353,6 +1358,33 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_name_at_another_version_is_the_same_subject() {
+        for (older, newer) in [
+            (
+                "GHC 9.6.6 installed with ghcup; the project file pins it",
+                "the compiler is GHC 9.8.4, base's upper bound raised",
+            ),
+            (
+                "Elixir = 1.15 in the mix file, the release the servers run",
+                "we require Elixir 1.17 now, for the new type warnings",
+            ),
+        ] {
+            let items = older_then(older, newer);
+            assert!(
+                successor_of(&items, older).is_some(),
+                "{:?}",
+                successors(&items)
+            );
+        }
+        // The same version, given to more parts, is no other.
+        let items = older_then(
+            "the service runs on Postgres 16 in production",
+            "CI starts Postgres 16.2 in a container for the tests",
+        );
+        assert_eq!(successor_of(&items, "the service runs"), None);
+    }
+
     /// The items of a log of two decisions, `older` then `newer` a day later.
     fn older_then(older: &str, newer: &str) -> Vec<Item> {
         grouped(&format!(
@@ -1377,7 +1409,7 @@ mod tests {
         assert_eq!(
             versions("iOS 16.0, then Postgres 16 on port 5432"),
             [
-                ("ios".to_string(), "16".to_string()),
+                ("ios".to_string(), "16.0".to_string()),
                 ("postgres".to_string(), "16".to_string()),
                 ("port".to_string(), "5432".to_string())
             ]
@@ -1387,8 +1419,8 @@ mod tests {
         assert_eq!(
             versions("Unity 2022.3.21f1, Python 3.13.0rc1, URP 2D, timeout 500ms"),
             [
-                ("unity".to_string(), "2022".to_string()),
-                ("python".to_string(), "3".to_string())
+                ("unity".to_string(), "2022.3.21f1".to_string()),
+                ("python".to_string(), "3.13.0rc1".to_string())
             ]
         );
     }
