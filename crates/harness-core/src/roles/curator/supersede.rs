@@ -35,11 +35,12 @@
 //!   older says and calls it old ("the old header is no longer read"). When it says what it
 //!   replaces ("no more SMTP", "instead of stored keys"), it replaces only a decision that names
 //!   it. A change said after "so" or "because" in the same clause is what comes of the
-//!   decision, not one it announces. It replaces a decision that states its subject only if it names that subject (a word
-//!   of it, or one that begins or is begun by one: "time" for "timestamps") or another version
-//!   of it.
+//!   decision, not one it announces. It replaces a decision that states its subject only if
+//!   it names that subject (a word of it, or one that begins or is begun by one: "time" for
+//!   "timestamps") or another version of it.
 //!
-//! A decision that adds to others ("also", "too", "as well"), or says what is done in one case
+//! A decision that adds to others ("also", "too", "as well"; "X joins Y" in its first clause),
+//! or says what is done in one case
 //! ("until the user signs in, …"), replaces none. A decision that replaces one on its subject or
 //! in its words replaces no other by the change it announces: the change is that one. The
 //! successor of a decision is the newer one on its subject (by its words or what it is about
@@ -93,6 +94,10 @@ const CHANGES: &[&str] = &[
 const CONSEQUENCES: &[&str] = &[" because ", " so "];
 /// Words that say a decision adds to earlier ones.
 const ADDITIONS: &[&str] = &["additionally", "also", "as well", "in addition", "too"];
+/// Words that say, in a decision's first clause, that what it decides joins what was decided
+/// before ("credit card joins iDEAL and Bancontact at checkout"); said later, they tell of
+/// something else ("…; ggplot2 joins Imports").
+const JOINING: &[&str] = &["alongside", "join", "joins"];
 /// Words that open a condition: a decision that starts with one ("until the user signs in, …")
 /// says what is done in that case, and adds to the decisions on the others.
 const CONDITIONS: &[&str] = &["if", "once", "unless", "until", "when", "whenever", "while"];
@@ -173,7 +178,9 @@ impl Decision {
             acronyms: acronyms(text),
             initials: BTreeSet::new(),
             changes: has_in(&decided, CHANGES),
-            adds: has(ADDITIONS) || conditional(text),
+            adds: has(ADDITIONS)
+                || has_in(&spaced(first_clause(text)), JOINING)
+                || conditional(text),
             weighted: Vec::new(),
             rare: BTreeSet::new(),
             topical: BTreeSet::new(),
@@ -1383,6 +1390,26 @@ mod tests {
             "CI starts Postgres 16.2 in a container for the tests",
         );
         assert_eq!(successor_of(&items, "the service runs"), None);
+    }
+
+    #[test]
+    fn what_joins_the_decided_replaces_nothing() {
+        let older = "checkout offers card payments and PayPal through the payment provider";
+        let items = older_then(
+            older,
+            "bank transfer joins card payments and PayPal at checkout",
+        );
+        assert_eq!(successor_of(&items, older), None);
+        // Said after the decision's first clause, it tells of something else.
+        let items = older_then(
+            older,
+            "checkout offers bank transfer only now; the provider's SDK joins the dependencies",
+        );
+        assert!(
+            successor_of(&items, older).is_some(),
+            "{:?}",
+            successors(&items)
+        );
     }
 
     /// The items of a log of two decisions, `older` then `newer` a day later.
