@@ -113,7 +113,17 @@ pub fn projects_rule(text: &str) -> bool {
         "check", "checks", "demands", "expects", "flags", "greps", "insists", "reads", "rejected",
         "rejects", "requires", "wants",
     ];
-    const ASKS: &[&str] = &["asks", "demands", "expects", "insists", "requires", "wants"];
+    const ASKS: &[&str] = &[
+        "asks",
+        "considers",
+        "counts",
+        "demands",
+        "expects",
+        "insists",
+        "requires",
+        "treats",
+        "wants",
+    ];
     let words = lowered_words(text);
     words.iter().enumerate().any(|(at, word)| {
         let verbs = match word.as_str() {
@@ -497,6 +507,13 @@ mod tests {
         ));
         assert!(!projects_rule(
             "the project reads its settings from the environment"
+        ));
+        // What the project counts or treats as something is its rule too.
+        assert!(projects_rule(
+            "every exported function has an example; this project counts one without as unfinished"
+        ));
+        assert!(projects_rule(
+            "the project treats every warning as an error"
         ));
     }
 
