@@ -105,9 +105,9 @@ pub fn wordings(item: &Item) -> Vec<(&str, Option<&str>, Tag)> {
         .collect()
 }
 
-/// Whether `text` says that this project's validator checks something, or that the project
-/// asks for it: a rule of the project ("the validator rejects unprefixed models", "a /// comment
-/// on every public function, as the project requires"), not general knowledge.
+/// Whether `text` says that this project's validator (its reviewer) checks something, or that
+/// the project asks for it: a rule of the project ("the validator rejects unprefixed models",
+/// "a /// comment on every public function, as the project requires"), not general knowledge.
 pub fn projects_rule(text: &str) -> bool {
     const CHECKS: &[&str] = &[
         "check", "checks", "demands", "expects", "flags", "greps", "insists", "reads", "rejected",
@@ -128,7 +128,7 @@ pub fn projects_rule(text: &str) -> bool {
     words.iter().enumerate().any(|(at, word)| {
         let verbs = match word.as_str() {
             "project" => ASKS,
-            _ if word.starts_with("validator") => CHECKS,
+            _ if word.starts_with("validator") || word.starts_with("reviewer") => CHECKS,
             _ => return false,
         };
         words[at + 1..]
@@ -514,6 +514,10 @@ mod tests {
         ));
         assert!(projects_rule(
             "the project treats every warning as an error"
+        ));
+        // The reviewer is the validator in other words.
+        assert!(projects_rule(
+            "each role's README lists its variables; the reviewer checks it against the defaults"
         ));
     }
 
