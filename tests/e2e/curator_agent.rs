@@ -270,3 +270,44 @@ fn an_answer_whose_calls_break_the_rules_is_rejected() {
         assert!(!project.read_state("curator.json").contains("judgments"));
     }
 }
+
+/// What the agent read as general knowledge is confirmed by distinct workers whatever their
+/// tags: the rules alone ask a TRICK among them (or a failure then its lesson), their way of
+/// telling a technique from a remark, which the agent's call answers.
+#[test]
+fn distinct_workers_confirm_what_the_agent_called_general_whatever_their_tags() {
+    let raw = |second: &str| {
+        format!(
+            "[2026-05-04T08:00:00Z] worker F-001 LESSON: CI runs forge snapshot --check; rerun forge snapshot and commit .gas-snapshot when gas changes\n\
+             [2026-05-04T08:00:00Z] worker F-001 -: iteration 1 of F-001: completed\n\
+             [2026-05-04T09:00:00Z] worker {second} AVOID: pushing a contract change without rerunning forge snapshot: .gas-snapshot drifts and the check fails\n\
+             [2026-05-04T09:00:00Z] worker {second} -: iteration 1 of {second}: completed\n"
+        )
+    };
+    for (second, graduates) in [("F-002", true), ("F-001", false)] {
+        let raw = raw(second);
+        // The rules alone: a lesson, then a thing to avoid, and no TRICK.
+        let plain = Project::new("features: []\n", "steps: []\n");
+        plain.write_state("raw.md", &raw);
+        assert_eq!(code(&plain.curator(&["--quiet"])), 0);
+        assert!(
+            !identity(&plain).contains("snapshot"),
+            "{}",
+            identity(&plain)
+        );
+        // The rules group the two; the agent calls the item general.
+        let calls = format!(
+            "general c:{}: rerun the gas snapshot and commit it after each contract change",
+            id_in(&raw, "CI runs forge"),
+        );
+        let (project, stderr) = answered_on(&raw, &calls);
+        // One worker repeating itself is no confirmation, whatever the agent says.
+        assert_eq!(
+            identity(&project).contains("- rerun the gas snapshot and commit it"),
+            graduates,
+            "{second}: {}\n{stderr}\n{}",
+            identity(&project),
+            project.read_state("curator.json")
+        );
+    }
+}

@@ -4,7 +4,7 @@
 //! and each graduated line says why it graduated, in a comment no prompt gets. Knowledge graduates when it is confirmed:
 //! - reported on `graduate_trick_workers` distinct features, a TRICK among its entries, or first
 //!   met as a failure that names nothing of one mission and then written down as a LESSON by
-//!   another feature's worker (a feature's worker and validator count once: they looked at the
+//!   another feature's worker, or whatever its tags when the curator's agent called it general (a feature's worker and validator count once: they looked at the
 //!   same thing; a worker's attempts on its own feature count once: each reads its
 //!   predecessor's notes);
 //! - recorded on `graduate_convention_times` distinct features: a convention that agent after
@@ -548,9 +548,13 @@ fn earned(
 ) -> Option<(Rule, String, String)> {
     let sources = independent(item);
     let trick = item.evidence.iter().any(|e| e.tag == Tag::Trick);
-    // A lesson another feature's worker drew from a failure is confirmed as a TRICK is.
+    // The agent's general wording, when it gave one.
+    let general = item.general.as_deref();
+    // A lesson another feature's worker drew from a failure is confirmed as a TRICK is; and
+    // whatever their tags, distinct workers confirm what the agent read as general knowledge
+    // (a TRICK's tag is how the rules tell a technique from a remark; the agent read it).
     let by_workers = sources.len() >= params.graduate_trick_workers
-        && (trick || learned_after_failure(item, context));
+        && (trick || general.is_some() || learned_after_failure(item, context));
     let missions = recurrence.missions_of(item);
     let possible = by_workers
         || missions.len() >= params.graduate_failure_missions
@@ -568,7 +572,6 @@ fn earned(
     }
     let wordings = hygiene::wordings(item);
     // The agent's call, when it made one, in place of the rules of thumb.
-    let general = item.general.as_deref();
     let local = match general {
         Some(_) => false,
         None => {
@@ -593,13 +596,13 @@ fn earned(
     if by_workers {
         let needed = Needed::Features {
             count: params.graduate_trick_workers,
-            trick,
+            trick: trick && general.is_none(),
         };
         if let Some(wording) = wording(needed) {
-            let what = if trick {
-                "TRICK"
-            } else {
-                "failure, then its lesson,"
+            let what = match (trick, general) {
+                (true, _) => "TRICK",
+                (false, Some(_)) => "general knowledge",
+                (false, None) => "failure, then its lesson,",
             };
             let reason = format!(
                 "{what} reported by {} distinct workers: {}",
