@@ -749,53 +749,125 @@ fn curation_score_on_the_third_blind_log() {
 }
 
 /// The fourth blind log was written after the rules were corrected with the third, by someone
-/// who did not read them, and scored once (BENCHMARKS.md): well below the targets. One general
-/// rule came after (a change said in a consequence clause is not the decision's); what is
-/// asserted is that nothing gets worse than after it.
+/// who did not read them, and scored once (BENCHMARKS.md): well below the targets. General
+/// rules came after (a change said in a consequence clause is not the decision's; a release of
+/// three parts is a version; a program a package manager installed, and a quantity given to an
+/// option, are the tool's); what is asserted is that nothing gets worse than after them.
 #[test]
 fn curation_score_on_the_fourth_blind_log() {
     let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.78
-            && score.graduation_recall.value() >= 0.55
+        score.graduation_precision.value() >= 0.81
+            && score.graduation_recall.value() >= 0.7
             && score.promotion_recall.value() >= 0.8
             && score.current_kept.value() == 1.0
-            && score.superseded_left_current.0 <= 4
+            && score.superseded_left_current.0 <= 3
     };
-    scored_holding("blind4", (15, 30), holds, "worse than its first score");
+    scored_holding(
+        "blind4",
+        (15, 30),
+        holds,
+        "worse than after its corrections",
+    );
 }
 
 /// The fifth blind log was written after the rules were corrected with the fourth, by someone
 /// who did not read them, and scored once (BENCHMARKS.md): well below the targets, most of all
-/// on decisions. What is asserted is that nothing gets worse than that first score.
+/// on decisions. General rules came after, mostly on decisions (a version ending in letters, a
+/// change in a clause after "so", what is called old, an aside, "lives in", where a thing is
+/// kept, fees as money; and two entries alone naming a value are one item at less likeness);
+/// what is asserted is that nothing gets worse than after them.
 #[test]
 fn curation_score_on_the_fifth_blind_log() {
     let holds = |score: &Score| {
         score.graduation_precision.value() >= 0.8
             && score.graduation_recall.value() >= 0.53
-            && score.promotion_recall.value() >= 0.77
+            && score.promotion_recall.value() >= 0.83
             && score.current_kept.0 >= 20
-            && score.superseded_left_current.0 <= 8
+            && score.superseded_left_current.0 <= 2
     };
-    scored_holding("blind5", (15, 30), holds, "worse than its first score");
+    scored_holding(
+        "blind5",
+        (15, 30),
+        holds,
+        "worse than after its corrections",
+    );
+}
+
+/// The sixth blind log was written after the rules were corrected with the fifth, by someone
+/// who did not read them, and scored once (BENCHMARKS.md): the rules of this session's start
+/// and those made with the fourth and fifth logs scored it alike. Two general rules came after
+/// (what the reviewer checks is the project's rule; what joins a decision replaces nothing);
+/// what is asserted is that nothing gets worse than after them.
+#[test]
+fn curation_score_on_the_sixth_blind_log() {
+    let holds = |score: &Score| {
+        score.graduation_precision.value() >= 0.99
+            && score.graduation_recall.value() >= 0.57
+            && score.promotion_recall.value() >= 0.75
+            && score.current_kept.0 >= 23
+            && score.superseded_left_current.0 == 0
+    };
+    scored_holding(
+        "blind6",
+        (15, 30),
+        holds,
+        "worse than after its corrections",
+    );
+}
+
+/// The seventh blind log was written at the same time as the sixth, in the same way, and
+/// scored once (BENCHMARKS.md): the furthest below the targets of all, most of its knowledge
+/// to graduate being one lesson told in each mission's tools. Two general rules came after
+/// (versions differ in any part both give; what the project counts as something is its rule);
+/// what is asserted is that nothing gets worse than after them.
+#[test]
+fn curation_score_on_the_seventh_blind_log() {
+    let holds = |score: &Score| {
+        score.graduation_precision.value() >= 0.8
+            && score.graduation_recall.value() >= 0.25
+            && score.promotion_recall.value() >= 0.89
+            && score.current_kept.value() == 1.0
+            && score.superseded_left_current.0 <= 3
+    };
+    scored_holding(
+        "blind7",
+        (15, 25),
+        holds,
+        "worse than after its corrections",
+    );
 }
 
 /// The curator's agent making the calls a careful human makes (which items say the same, which
 /// decision replaces which, what is local, what is general and in what words), on every
 /// labelled log: what the rules cannot see is then seen, and the rules still check each call
-/// (no answer is rejected) and the evidence graduation needs. Every log meets the targets.
+/// (no answer is rejected) and the evidence graduation needs. Every log meets the targets but
+/// the seventh blind one, whose graduation recall is 0.75: a lesson whose every wording names
+/// `cabal.project.local` (read as a host of the `.local` domain, so no wording of it is
+/// general, the label's neither), and three more not yet understood (BENCHMARKS.md).
 #[test]
 fn curation_score_with_the_agent_judging() {
     // One log, to study it: `CURATION_LOG=fresh`.
     let only = std::env::var("CURATION_LOG").ok();
     for name in [
-        "main", "holdout", "fresh", "blind", "blind2", "blind3", "blind4", "blind5",
+        "main", "holdout", "fresh", "blind", "blind2", "blind3", "blind4", "blind5", "blind6",
+        "blind7",
     ] {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;
         }
         let score = scored_by(name, true);
+        let holds = match name {
+            "blind7" => {
+                score.graduation_precision.value() >= 0.95
+                    && score.graduation_recall.value() >= 0.75
+                    && score.promotion_recall.value() >= 0.8
+                    && score.current_kept.value() == 1.0
+                    && score.superseded_left_current.0 == 0
+            }
+            _ => meets_targets(&score),
+        };
         assert!(
-            meets_targets(&score),
+            holds,
             "{name}, the agent judging: below the targets: {:?}",
             score.wrong
         );
