@@ -841,9 +841,11 @@ fn curation_score_on_the_seventh_blind_log() {
 /// decision replaces which, what is local, what is general and in what words), on every
 /// labelled log: what the rules cannot see is then seen, and the rules still check each call
 /// (no answer is rejected) and the evidence graduation needs. Every log meets the targets but
-/// the seventh blind one, whose graduation recall is 0.75: a lesson whose every wording names
-/// `cabal.project.local` (read as a host of the `.local` domain, so no wording of it is
-/// general, the label's neither), and three more not yet understood (BENCHMARKS.md).
+/// the seventh blind one, whose graduation recall is 0.75, for what this agent does not do: it
+/// calls general only in its label's words when they name nothing of one mission, and two
+/// labels name such words (an RPC fork, a deployer key), a third names `cabal.project.local`
+/// (read as a host of the `.local` domain); and it makes no `apart` call, so the gas snapshot
+/// lesson the rules grouped with the formatter's check is lost in it.
 #[test]
 fn curation_score_with_the_agent_judging() {
     // One log, to study it: `CURATION_LOG=fresh`.
