@@ -13,7 +13,8 @@
 //!   (`identity/ledger.json`), where each mission keeps its failure modes and lessons under its
 //!   mission id (a mission whose entries are another's, under a new id, is not another); a
 //!   failure mode is seen again where another mission's says the same words in a row (its
-//!   effect, "the iteration hung until the timeout", in whatever tool's words around it);
+//!   effect, "the iteration hung until the timeout", in whatever tool's words around it) or
+//!   tells the same [failure mode](super::hygiene::phrases) (a command held at a question);
 //!
 //! and only when it is general and has a wording that names nothing of one mission
 //! ([hygiene](super::hygiene)).
@@ -1036,6 +1037,29 @@ mod tests {
              password typed in and the iteration hung until the timeout\n",
         );
         let (done, _) = graduated_in("m-2", &lesson, &ledger, None);
+        assert_eq!(done, []);
+    }
+
+    #[test]
+    fn a_command_held_at_a_question_recurs_in_any_tools_words() {
+        let first = items_of(
+            "[2026-04-24T10:00:00Z] worker F-3 FAIL: deno run seed.ts without --allow-env              stopped at \"Allow? [y/n/A]\" and waited for an answer that never came\n",
+        );
+        let second =
+            |text: &str| items_of(&format!("[2026-05-02T10:00:00Z] worker F-7 FAIL: {text}\n"));
+        let (_, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
+        // No three words in a row in common: the failure mode alone.
+        let held = second("ansible-vault encrypt asked for a new vault password; the iteration was killed at the timeout");
+        assert!(hygiene::phrases(&first[0].text)
+            .intersection(&hygiene::phrases(&held[0].text))
+            .all(|phrase| phrase.starts_with('<')));
+        let (done, _) = graduated_in("m-2", &held, &ledger, None);
+        assert_eq!(done.len(), 1, "{done:?}");
+        assert_eq!(done[0].rule, Rule::Failure);
+        // Held by something else, it is another failure.
+        let other =
+            second("git merge opened the editor for its message and the iteration timed out");
+        let (done, _) = graduated_in("m-2", &other, &ledger, None);
         assert_eq!(done, []);
     }
 

@@ -386,7 +386,8 @@ pub fn code_atoms(text: &str) -> BTreeSet<String> {
 }
 
 /// The runs of three words of `text` in a row (lowercase, without the punctuation around
-/// them) of which two or more are content words: `does not exist`, not `in the project`.
+/// them) of which two or more are content words: `does not exist`, not `in the project`; and
+/// the failure mode it tells, if any (`failure_mode`).
 pub fn phrases(text: &str) -> BTreeSet<String> {
     let words: Vec<String> = text
         .split_whitespace()
@@ -396,11 +397,51 @@ pub fn phrases(text: &str) -> BTreeSet<String> {
         })
         .filter(|t| !t.is_empty())
         .collect();
-    words
+    let mut found: BTreeSet<String> = words
         .windows(3)
         .filter(|run| run.iter().filter(|w| is_content_word(w)).count() >= 2)
         .map(|run| run.join(" "))
-        .collect()
+        .collect();
+    found.extend(failure_mode(text, &words).map(str::to_string));
+    found
+}
+
+/// The failure mode every unattended agent meets that `text` (its `words`, lowercase) tells,
+/// in whatever tool's words, if any: the iteration held until the timeout by a command that
+/// waited at a question ("stopped at \"Allow? [y/n]\" and waited for an answer", "asked for
+/// the vault password and hung"). Said as a phrase that no text holds, so that two tellings
+/// share it. (A command that never exits is such a mode too, but telling it by its words, a
+/// server or a watcher kept the iteration waiting, joined other failures of the iteration held
+/// to an identity line, which then kept them from graduating: blind's editor that hung.)
+fn failure_mode(text: &str, words: &[String]) -> Option<&'static str> {
+    const HELD: &[&str] = &[
+        "hang", "hanging", "hangs", "hung", "stuck", "timed", "timeout", "wait", "waited",
+        "waiting", "waits",
+    ];
+    const NEVER: &[&str] = &[
+        "came", "ended", "ends", "exited", "exits", "finished", "returned", "returns",
+    ];
+    const ASKED: &[&str] = &[
+        "answer",
+        "asked",
+        "asks",
+        "confirm",
+        "confirmation",
+        "interactive",
+        "passphrase",
+        "password",
+        "prompt",
+        "prompted",
+        "prompts",
+        "question",
+    ];
+    let has = |set: &[&str]| words.iter().any(|w| set.contains(&w.as_str()));
+    let never = words
+        .windows(2)
+        .any(|pair| pair[0] == "never" && NEVER.contains(&pair[1].as_str()));
+    // A question quoted as the tool printed it (`"Overwrite? [y/N]"`).
+    let quoted = text.contains("?\"") || text.contains("?'") || text.contains("? [");
+    ((has(HELD) || never) && (has(ASKED) || quoted)).then_some("<held at a question>")
 }
 
 /// The values given to options in `text` (`--account=plantsci` → `plantsci`), lowercase: those
@@ -519,6 +560,25 @@ mod tests {
         assert!(projects_rule(
             "each role's README lists its variables; the reviewer checks it against the defaults"
         ));
+    }
+
+    #[test]
+    fn a_command_held_at_a_question_is_one_failure_in_any_tool() {
+        let held = "<held at a question>";
+        for text in [
+            "deno run without --allow-env stopped at \"Allow? [y/n/A]\" and waited for an answer that never came",
+            "sbt stopped at \"Project loading failed: (r)etry, (q)uit?\" and waited",
+            "ansible-vault encrypt asked for the vault password and the iteration hung",
+        ] {
+            assert!(phrases(text).contains(held), "{text}");
+        }
+        for text in [
+            // Held, but by no question; a question, but nothing held.
+            "git merge opened the editor and the iteration hung",
+            "the installer asks for a licence key; pass it with --key",
+        ] {
+            assert!(!phrases(text).contains(held), "{text}");
+        }
     }
 
     #[test]
