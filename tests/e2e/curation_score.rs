@@ -774,13 +774,14 @@ fn curation_score_on_the_fourth_blind_log() {
 /// who did not read them, and scored once (BENCHMARKS.md): well below the targets, most of all
 /// on decisions. General rules came after, mostly on decisions (a version ending in letters, a
 /// change in a clause after "so", what is called old, an aside, "lives in", where a thing is
-/// kept, fees as money; and two entries alone naming a value are one item at less likeness);
-/// what is asserted is that nothing gets worse than after them.
+/// kept, fees as money; two entries alone naming a value are one item at less likeness; a
+/// command held at a question is one failure mode); what is asserted is that nothing gets
+/// worse than after them.
 #[test]
 fn curation_score_on_the_fifth_blind_log() {
     let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.8
-            && score.graduation_recall.value() >= 0.53
+        score.graduation_precision.value() >= 0.81
+            && score.graduation_recall.value() >= 0.6
             && score.promotion_recall.value() >= 0.83
             && score.current_kept.0 >= 20
             && score.superseded_left_current.0 <= 2
