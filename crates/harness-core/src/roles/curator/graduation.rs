@@ -4,9 +4,9 @@
 //! and each graduated line says why it graduated, in a comment no prompt gets. Knowledge graduates when it is confirmed:
 //! - reported on `graduate_trick_workers` distinct features, a TRICK among its entries, or first
 //!   met as a failure that names nothing of one mission and then written down as a LESSON by
-//!   another feature's worker, or whatever its tags when the curator's agent called it general (a feature's worker and validator count once: they looked at the
-//!   same thing; a worker's attempts on its own feature count once: each reads its
-//!   predecessor's notes);
+//!   another feature's worker, or whatever its tags when the curator's agent called it general
+//!   (a feature's worker and validator count once: they looked at the same thing; a worker's
+//!   attempts on its own feature count once: each reads its predecessor's notes);
 //! - recorded on `graduate_convention_times` distinct features: a convention that agent after
 //!   agent had forgotten (unless a validator checked for it: then it is the project's rule);
 //! - seen in `graduate_failure_missions` missions, counted in the cross-mission ledger
@@ -1043,7 +1043,7 @@ mod tests {
     #[test]
     fn a_command_held_at_a_question_recurs_in_any_tools_words() {
         let first = items_of(
-            "[2026-04-24T10:00:00Z] worker F-3 FAIL: deno run seed.ts without --allow-env              stopped at \"Allow? [y/n/A]\" and waited for an answer that never came\n",
+            "[2026-04-24T10:00:00Z] worker F-3 FAIL: deno run seed.ts without --allow-env stopped at \"Allow? [y/n/A]\" and waited for an answer that never came\n",
         );
         let second =
             |text: &str| items_of(&format!("[2026-05-02T10:00:00Z] worker F-7 FAIL: {text}\n"));

@@ -410,9 +410,9 @@ pub fn phrases(text: &str) -> BTreeSet<String> {
 /// in whatever tool's words, if any: the iteration held until the timeout by a command that
 /// waited at a question ("stopped at \"Allow? [y/n]\" and waited for an answer", "asked for
 /// the vault password and hung"). Said as a phrase that no text holds, so that two tellings
-/// share it. (A command that never exits is such a mode too, but telling it by its words, a
-/// server or a watcher kept the iteration waiting, joined other failures of the iteration held
-/// to an identity line, which then kept them from graduating: blind's editor that hung.)
+/// share it. (A command that never exits, a server or a watcher that kept the iteration
+/// waiting, is such a mode too; told by these words, it joined other failures of a held
+/// iteration to one identity line, which then kept them from graduating: BENCHMARKS.md, 8.)
 fn failure_mode(text: &str, words: &[String]) -> Option<&'static str> {
     const HELD: &[&str] = &[
         "hang", "hanging", "hangs", "hung", "stuck", "timed", "timeout", "wait", "waited",

@@ -9,8 +9,7 @@
 //! a third are one item), so it does not depend on the order of the entries. Two entries that
 //! alone name a flag or an identifier (`-race`, `have_css`) need less: [`NAME_SHARE`] of it;
 //! two that alone name a value of the mission (a path, an address, an e-mail) less still:
-//! [`VALUE_SHARE`]. An
-//! item's section is that of its most frequent tag. Decisions are grouped only when their words
+//! [`VALUE_SHARE`]. An item's section is that of its most frequent tag. Decisions are grouped only when their words
 //! are the same: a decision worded differently on the same subject is a newer decision, which
 //! [supersedes](super::supersede) the older one.
 //!
@@ -216,8 +215,9 @@ const NAME_SHARE: f64 = 5.0 / 6.0;
 /// The share of the similarity threshold at which two entries that alone name a value of the
 /// mission (a path, an address, a port, an e-mail: a [`Specific`]) say the same thing: that
 /// value is the fact they are about ("the seed task creates admin@clinic.test with a fixed API
-/// key", "log in as admin@clinic.test with the seeded password"), in whatever words around it. Lower than [`NAME_SHARE`]: a tool's flag is named for many reasons, a value of
-/// one mission for one.
+/// key", "log in as admin@clinic.test with the seeded password"), in whatever words around it.
+/// Lower than [`NAME_SHARE`]: a tool's flag is named for many reasons, a value of one mission
+/// for one.
 const VALUE_SHARE: f64 = 0.5;
 
 /// The pairs of `nodes` (by number) that are the only two to name a flag of three letters or

@@ -5,8 +5,9 @@
 //!   unless each states its subject and what is done to it and the two differ in both ("the
 //!   model to keep is chosen by macro F1", "the test set is scored once per chosen model");
 //! - they are about the same thing: in "X is/are/stays/lives …" decisions (an aside in
-//!   parentheses read past) and "X: …" ones with a short X, the words of the X (what is decided about) share one, amounts and prices being
-//!   one thing (`prices are numeric(12,2)`, `amounts are integer cents`, "fees are …"; "state stays local",
+//!   parentheses read past) and "X: …" ones with a short X, the words of the X (what is
+//!   decided about) share one, amounts, prices and fees being one thing (`prices are
+//!   numeric(12,2)`, `amounts are integer cents`; "state stays local",
 //!   "remote state: an S3 bucket"; a possessor is not the subject: "a hike's distance" is about
 //!   the distance, not the hikes; a word shared is the head of one of the two X, not only a
 //!   modifier: "tide curves" and "tide alerts" are two things), or one is the acronym of the
