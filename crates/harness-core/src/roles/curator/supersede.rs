@@ -1294,27 +1294,17 @@ mod tests {
 
     #[test]
     fn a_subject_is_read_past_an_aside_and_where_it_lives() {
-        let items = older_then(
+        assert_replaced(
             "the user's drafts (text, attachments, recipients) are saved in local storage under one key",
             "drafts live in IndexedDB, one record per draft with a schema version",
-        );
-        assert!(
-            successor_of(&items, "the user's drafts").is_some(),
-            "{:?}",
-            successors(&items)
         );
     }
 
     #[test]
     fn where_a_thing_is_kept_is_no_other_thing_done_to_it() {
-        let items = older_then(
+        assert_replaced(
             "sensor temperatures are stored as tenths of a degree Celsius in an integer",
             "from this release on the temperatures are kept in kelvin, as floats",
-        );
-        assert!(
-            successor_of(&items, "sensor temperatures").is_some(),
-            "{:?}",
-            successors(&items)
         );
     }
 
@@ -1330,12 +1320,7 @@ mod tests {
                 "shipping fees are BigDecimal with two places",
             ),
         ] {
-            let items = older_then(older, newer);
-            assert!(
-                successor_of(&items, older).is_some(),
-                "{:?}",
-                successors(&items)
-            );
+            assert_replaced(older, newer);
         }
     }
 
@@ -1378,12 +1363,7 @@ mod tests {
                 "we require Elixir 1.17 now, for the new type warnings",
             ),
         ] {
-            let items = older_then(older, newer);
-            assert!(
-                successor_of(&items, older).is_some(),
-                "{:?}",
-                successors(&items)
-            );
+            assert_replaced(older, newer);
         }
         // The same version, given to more parts, is no other.
         let items = older_then(
@@ -1419,6 +1399,16 @@ mod tests {
             "[2026-04-24T10:00:00Z] worker F-001 DECISION: {older}\n\
              [2026-04-25T10:00:00Z] worker F-002 DECISION: {newer}\n"
         ))
+    }
+
+    /// Asserts that `newer`, a day after `older`, replaces it.
+    fn assert_replaced(older: &str, newer: &str) {
+        let items = older_then(older, newer);
+        assert!(
+            successor_of(&items, older).is_some(),
+            "{:?}",
+            successors(&items)
+        );
     }
 
     #[test]
