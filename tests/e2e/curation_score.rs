@@ -796,14 +796,15 @@ fn curation_score_on_the_fifth_blind_log() {
 
 /// The sixth blind log was written after the rules were corrected with the fifth, by someone
 /// who did not read them, and scored once (BENCHMARKS.md): the rules of this session's start
-/// and those made with the fourth and fifth logs scored it alike. Two general rules came after
-/// (what the reviewer checks is the project's rule; what joins a decision replaces nothing);
-/// what is asserted is that nothing gets worse than after them.
+/// and those made with the fourth and fifth logs scored it alike. General rules came after
+/// (what the reviewer checks is the project's rule; what joins a decision replaces nothing; a
+/// command that needed the network is one failure mode); what is asserted is that nothing
+/// gets worse than after them.
 #[test]
 fn curation_score_on_the_sixth_blind_log() {
     let holds = |score: &Score| {
         score.graduation_precision.value() >= 0.99
-            && score.graduation_recall.value() >= 0.57
+            && score.graduation_recall.value() >= 0.63
             && score.promotion_recall.value() >= 0.75
             && score.current_kept.0 >= 23
             && score.superseded_left_current.0 == 0

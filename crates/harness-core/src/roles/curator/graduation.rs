@@ -14,7 +14,8 @@
 //!   mission id (a mission whose entries are another's, under a new id, is not another); a
 //!   failure mode is seen again where another mission's says the same words in a row (its
 //!   effect, "the iteration hung until the timeout", in whatever tool's words around it) or
-//!   tells the same [failure mode](super::hygiene::phrases) (a command held at a question);
+//!   tells the same [failure mode](super::hygiene::phrases) (a command held at a question, or
+//!   one that needed the network);
 //!
 //! and only when it is general and has a wording that names nothing of one mission
 //! ([hygiene](super::hygiene)).
@@ -1061,6 +1062,22 @@ mod tests {
             second("git merge opened the editor for its message and the iteration timed out");
         let (done, _) = graduated_in("m-2", &other, &ledger, None);
         assert_eq!(done, []);
+    }
+
+    #[test]
+    fn a_command_that_needed_the_network_recurs_in_any_tools_words() {
+        let first = items_of(
+            "[2026-04-24T10:00:00Z] worker F-3 FAIL: go mod download failed: lookup \
+             proxy.golang.org: no such host; there is no network, go build -mod=vendor works\n",
+        );
+        let second = items_of(
+            "[2026-05-02T10:00:00Z] worker F-7 FAIL: poetry install got nowhere in the sandbox, \
+             which is offline; pip install --no-index from the wheel cache worked\n",
+        );
+        let (_, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
+        let (done, _) = graduated_in("m-2", &second, &ledger, None);
+        assert_eq!(done.len(), 1, "{done:?}");
+        assert_eq!(done[0].rule, Rule::Failure);
     }
 
     #[test]

@@ -409,8 +409,9 @@ pub fn phrases(text: &str) -> BTreeSet<String> {
 /// The failure mode every unattended agent meets that `text` (its `words`, lowercase) tells,
 /// in whatever tool's words, if any: the iteration held until the timeout by a command that
 /// waited at a question ("stopped at \"Allow? [y/n]\" and waited for an answer", "asked for
-/// the vault password and hung"). Said as a phrase that no text holds, so that two tellings
-/// share it. (A command that never exits, a server or a watcher that kept the iteration
+/// the vault password and hung"), or a command that needed the network ("the sandbox is
+/// offline", "the test downloaded a file and failed offline"). Said as a phrase that no text
+/// holds, so that two tellings share it; only failures are matched by it. (A command that never exits, a server or a watcher that kept the iteration
 /// waiting, is such a mode too; told by these words, it joined other failures of a held
 /// iteration to one identity line, which then kept them from graduating: BENCHMARKS.md, 8.)
 fn failure_mode(text: &str, words: &[String]) -> Option<&'static str> {
@@ -435,13 +436,22 @@ fn failure_mode(text: &str, words: &[String]) -> Option<&'static str> {
         "prompts",
         "question",
     ];
+    // Told of a failure, the network: what the command needed and the sandbox, CI or the
+    // machine did not give ("failed offline", "there is no network in the sandbox").
+    const NETWORK: &[&str] = &["dns", "internet", "network", "offline"];
     let has = |set: &[&str]| words.iter().any(|w| set.contains(&w.as_str()));
     let never = words
         .windows(2)
         .any(|pair| pair[0] == "never" && NEVER.contains(&pair[1].as_str()));
     // A question quoted as the tool printed it (`"Overwrite? [y/N]"`).
     let quoted = text.contains("?\"") || text.contains("?'") || text.contains("? [");
-    ((has(HELD) || never) && (has(ASKED) || quoted)).then_some("<held at a question>")
+    if (has(HELD) || never) && (has(ASKED) || quoted) {
+        Some("<held at a question>")
+    } else if has(NETWORK) {
+        Some("<no network>")
+    } else {
+        None
+    }
 }
 
 /// The values given to options in `text` (`--account=plantsci` → `plantsci`), lowercase: those
@@ -579,6 +589,18 @@ mod tests {
         ] {
             assert!(!phrases(text).contains(held), "{text}");
         }
+    }
+
+    #[test]
+    fn a_command_that_needed_the_network_is_one_failure_in_any_tool() {
+        let offline = "<no network>";
+        for text in [
+            "go mod download failed: lookup proxy.golang.org: no such host, there is no network",
+            "the batch test downloaded a sample image at test time and failed offline",
+        ] {
+            assert!(phrases(text).contains(offline), "{text}");
+        }
+        assert!(!phrases("the download of the sample image failed with a 404").contains(offline));
     }
 
     #[test]
