@@ -1044,13 +1044,17 @@ mod tests {
     #[test]
     fn a_command_held_at_a_question_recurs_in_any_tools_words() {
         let first = items_of(
-            "[2026-04-24T10:00:00Z] worker F-3 FAIL: deno run seed.ts without --allow-env stopped at \"Allow? [y/n/A]\" and waited for an answer that never came\n",
+            "[2026-04-24T10:00:00Z] worker F-3 FAIL: deno run seed.ts without --allow-env \
+             stopped at \"Allow? [y/n/A]\" and waited for an answer that never came\n",
         );
         let second =
             |text: &str| items_of(&format!("[2026-05-02T10:00:00Z] worker F-7 FAIL: {text}\n"));
         let (_, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
         // No three words in a row in common: the failure mode alone.
-        let held = second("ansible-vault encrypt asked for a new vault password; the iteration was killed at the timeout");
+        let held = second(
+            "ansible-vault encrypt asked for a new vault password; the iteration was killed at \
+             the timeout",
+        );
         assert!(hygiene::phrases(&first[0].text)
             .intersection(&hygiene::phrases(&held[0].text))
             .all(|phrase| phrase.starts_with('<')));

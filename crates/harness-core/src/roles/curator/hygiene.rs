@@ -411,9 +411,10 @@ pub fn phrases(text: &str) -> BTreeSet<String> {
 /// waited at a question ("stopped at \"Allow? [y/n]\" and waited for an answer", "asked for
 /// the vault password and hung"), or a command that needed the network ("the sandbox is
 /// offline", "the test downloaded a file and failed offline"). Said as a phrase that no text
-/// holds, so that two tellings share it; only failures are matched by it. (A command that never exits, a server or a watcher that kept the iteration
-/// waiting, is such a mode too; told by these words, it joined other failures of a held
-/// iteration to one identity line, which then kept them from graduating: BENCHMARKS.md, 8.)
+/// holds, so that two tellings share it; only failures are matched by it. (A command that
+/// never exits, a server or a watcher that kept the iteration waiting, is such a mode too;
+/// told by these words, it joined other failures of a held iteration to one identity line,
+/// which then kept them from graduating: BENCHMARKS.md, 8.)
 fn failure_mode(text: &str, words: &[String]) -> Option<&'static str> {
     const HELD: &[&str] = &[
         "hang", "hanging", "hangs", "hung", "stuck", "timed", "timeout", "wait", "waited",

@@ -9,9 +9,9 @@
 //! a third are one item), so it does not depend on the order of the entries. Two entries that
 //! alone name a flag or an identifier (`-race`, `have_css`) need less: [`NAME_SHARE`] of it;
 //! two that alone name a value of the mission (a path, an address, an e-mail) less still:
-//! [`VALUE_SHARE`]. An item's section is that of its most frequent tag. Decisions are grouped only when their words
-//! are the same: a decision worded differently on the same subject is a newer decision, which
-//! [supersedes](super::supersede) the older one.
+//! [`VALUE_SHARE`]. An item's section is that of its most frequent tag. Decisions are grouped
+//! only when their words are the same: a decision worded differently on the same subject is a
+//! newer decision, which [supersedes](super::supersede) the older one.
 //!
 //! An item's text is its most frequent wording; a feature id, a path, a number… in it that its
 //! entries do not all share is replaced by a placeholder (`<feature>`, `<path>`, `<n>`): entries
