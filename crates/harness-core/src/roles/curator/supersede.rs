@@ -748,11 +748,7 @@ fn former(text: &str, context: &Context) -> BTreeSet<String> {
 /// The names of a text that a number follows (`iOS 16.0`, `Postgres 16`, `port 5432`), with the
 /// number: (`ios`, `16.0`).
 fn versions(text: &str) -> Vec<(String, String)> {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric() && c != '.')
-        .map(|w| w.trim_matches('.').to_lowercase())
-        .filter(|w| !w.is_empty())
-        .collect();
+    let words = dotted_words(text);
     words
         .windows(2)
         .filter(|pair| {
@@ -761,6 +757,15 @@ fn versions(text: &str) -> Vec<(String, String)> {
                 && is_version(&pair[1])
         })
         .map(|pair| (pair[0].clone(), pair[1].clone()))
+        .collect()
+}
+
+/// The words of `text`, lowercase, with the dots inside them (`ios`, `16.0`, `v1.29.4`): where
+/// versions are read.
+fn dotted_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '.')
+        .map(|w| w.trim_matches('.').to_lowercase())
+        .filter(|w| !w.is_empty())
         .collect()
 }
 
@@ -773,8 +778,9 @@ fn same_version(one: &str, two: &str) -> bool {
 /// The major and minor parts of each version of three parts or more in `text` (`v1.29.4` →
 /// 1, 29): a release, whatever it names.
 fn releases(text: &str) -> BTreeSet<(String, String)> {
-    text.split(|c: char| !c.is_alphanumeric() && c != '.')
-        .map(|w| w.trim_matches('.').trim_start_matches(['v', 'V']))
+    dotted_words(text)
+        .iter()
+        .map(|w| w.trim_start_matches('v'))
         .filter(|w| w.matches('.').count() >= 2 && is_version(w))
         .filter_map(|w| {
             let mut parts = w.split('.');
