@@ -155,11 +155,7 @@ fn ledger_item(item: &Item) -> LedgerItem {
         id: item.id.clone(),
         role: item.role,
         text: item.text.clone(),
-        wordings: item
-            .general
-            .iter()
-            .map(String::as_str)
-            .chain(hygiene::wordings(item).into_iter().map(|(text, ..)| text))
+        wordings: told(item, usize::MAX)
             .filter(|text| *text != item.text)
             .take(LEDGER_WORDINGS)
             .map(str::to_string)
@@ -168,6 +164,13 @@ fn ledger_item(item: &Item) -> LedgerItem {
         first_seen: item.first_seen,
         last_seen: item.last_seen,
     }
+}
+
+/// How `item` is told: the general wording the agent gave it, when it gave one, then the first
+/// `most` of its own wordings (the most frequent first).
+fn told(item: &Item, most: usize) -> impl Iterator<Item = &str> {
+    let wordings = hygiene::wordings(item).into_iter().map(|(text, ..)| text);
+    item.general.as_deref().into_iter().chain(wordings.take(most))
 }
 
 /// One item of another mission in the ledger, as the matching needs it.
@@ -270,13 +273,7 @@ impl Recurrence {
         }
         let own: HashSet<&str> = item.entry_ids().collect();
         let mut found: BTreeSet<usize> = BTreeSet::new();
-        let wordings = hygiene::wordings(item).into_iter().map(|(text, ..)| text);
-        for text in item
-            .general
-            .as_deref()
-            .into_iter()
-            .chain(wordings.take(LOOKED_UP))
-        {
+        for text in told(item, LOOKED_UP) {
             let words = analyse(text, &self.context).words;
             found.extend(
                 self.index
@@ -305,19 +302,20 @@ impl Recurrence {
     /// The missions in which `item` of this mission was seen: this one, and every other whose
     /// ledger entry has an item saying the same thing. Sorted.
     pub fn missions_of(&self, item: &Item) -> Vec<String> {
-        let mut found: BTreeSet<&str> = self
-            .matches(item)
-            .iter()
-            .map(|r| r.mission.as_str())
-            .collect();
+        self.missions_in(&self.matches(item))
+    }
+
+    /// This mission and those of `matched` (an item's [`matches`](Self::matches)). Sorted.
+    fn missions_in(&self, matched: &[&Recorded]) -> Vec<String> {
+        let mut found: BTreeSet<&str> = matched.iter().map(|r| r.mission.as_str()).collect();
         found.insert(&self.mission);
         found.into_iter().map(str::to_string).collect()
     }
 
-    /// The other missions' wordings of `item`.
-    fn others(&self, item: &Item) -> Vec<Said<'_>> {
-        self.matches(item)
-            .into_iter()
+    /// The wordings of `matched` (an item's [`matches`](Self::matches)), with their missions.
+    fn wordings_of<'a>(&'a self, matched: &[&'a Recorded]) -> Vec<Said<'a>> {
+        matched
+            .iter()
             .flat_map(|r| {
                 r.texts.iter().map(move |text| Said {
                     text,
@@ -490,7 +488,9 @@ pub fn graduate(
         if cancel() {
             return Err(Cancelled);
         }
-        let Some((rule, reason, wording)) = earned(item, recurrence, (context, judged), params)
+        let matched = recurrence.matches(item);
+        let Some((rule, reason, wording)) =
+            earned(item, (recurrence, &matched), (context, judged), params)
         else {
             continue;
         };
@@ -501,7 +501,6 @@ pub fn graduate(
             vocabulary.weighted_ids(&item.words),
             vocabulary.weighted_ids(&analyse(&wording, context).words),
         ];
-        let matched = recurrence.matches(item);
         let mut same: Vec<&str> = matched.iter().map(|r| r.id.as_str()).collect();
         if file.says(item, &same, &numbered) || file.unites(&matched, item.kind == Kind::Avoid) {
             continue;
@@ -541,10 +540,11 @@ pub fn graduate(
 }
 
 /// The graduation `item` earned, if any: the first rule it meets in a wording that is general
-/// and said again as the rule asks, the reason in words, and the wording.
+/// and said again as the rule asks, the reason in words, and the wording. `matched` are the
+/// ledger's items like it.
 fn earned(
     item: &Item,
-    recurrence: &Recurrence,
+    (recurrence, matched): (&Recurrence, &[&Recorded]),
     (context, judged): (&Context, &Judgments),
     params: &Params,
 ) -> Option<(Rule, String, String)> {
@@ -557,7 +557,7 @@ fn earned(
     // (a TRICK's tag is how the rules tell a technique from a remark; the agent read it).
     let by_workers = sources.len() >= params.graduate_trick_workers
         && (trick || general.is_some() || learned_after_failure(item, context));
-    let missions = recurrence.missions_of(item);
+    let missions = recurrence.missions_in(matched);
     let possible = by_workers
         || missions.len() >= params.graduate_failure_missions
         || sources.len() >= params.graduate_convention_times;
@@ -587,7 +587,7 @@ fn earned(
         return None;
     }
     let (own, with_agents) = own_wordings(wordings, general, &recurrence.mission, context);
-    let others = recurrence.others(item);
+    let others = recurrence.wordings_of(matched);
     let wording = |needed| {
         let own = match needed {
             Needed::Missions(_) => &with_agents,
