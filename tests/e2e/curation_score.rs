@@ -712,7 +712,7 @@ fn curation_score_on_the_blind_log() {
 fn curation_score_on_the_second_blind_log() {
     let holds = |score: &Score| {
         score.graduation_precision.value() >= 0.91
-            && score.graduation_recall.value() >= 0.64
+            && score.graduation_recall.value() >= 0.88
             && score.promotion_recall.value() >= 0.93
             && score.current_kept.value() == 1.0
             && score.superseded_left_current.0 == 0
@@ -733,7 +733,7 @@ fn curation_score_on_the_second_blind_log() {
 fn curation_score_on_the_third_blind_log() {
     let holds = |score: &Score| {
         score.graduation_precision.value() >= 0.99
-            && score.graduation_recall.value() >= 0.84
+            && score.graduation_recall.value() >= 0.89
             // 0.91 before two more decisions were rightly kept current: they take the room of
             // a lesson one worker repeated (summary.md's bound in tokens).
             && score.promotion_recall.value() >= 0.87
@@ -756,8 +756,8 @@ fn curation_score_on_the_third_blind_log() {
 #[test]
 fn curation_score_on_the_fourth_blind_log() {
     let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.81
-            && score.graduation_recall.value() >= 0.7
+        score.graduation_precision.value() >= 0.89
+            && score.graduation_recall.value() >= 0.85
             && score.promotion_recall.value() >= 0.8
             && score.current_kept.value() == 1.0
             && score.superseded_left_current.0 <= 3
@@ -804,7 +804,7 @@ fn curation_score_on_the_fifth_blind_log() {
 fn curation_score_on_the_sixth_blind_log() {
     let holds = |score: &Score| {
         score.graduation_precision.value() >= 0.99
-            && score.graduation_recall.value() >= 0.63
+            && score.graduation_recall.value() >= 0.68
             && score.promotion_recall.value() >= 0.75
             && score.current_kept.0 >= 23
             && score.superseded_left_current.0 == 0
@@ -819,15 +819,18 @@ fn curation_score_on_the_sixth_blind_log() {
 
 /// The seventh blind log was written at the same time as the sixth, in the same way, and
 /// scored once (BENCHMARKS.md): the furthest below the targets of all, most of its knowledge
-/// to graduate being one lesson told in each mission's tools. Two general rules came after
-/// (versions differ in any part both give; what the project counts as something is its rule);
-/// what is asserted is that nothing gets worse than after them.
+/// to graduate being one lesson told in each mission's tools. General rules came after
+/// (versions differ in any part both give; what the project counts as something is its rule;
+/// failure modes every agent meets, in any tool's words); what is asserted is that nothing
+/// gets worse than after them. (Promotion recall was 0.89 while a server left in the
+/// foreground and a command waiting for a key were wrongly one item; apart, the server's
+/// failure is seen once in its mission.)
 #[test]
 fn curation_score_on_the_seventh_blind_log() {
     let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.8
-            && score.graduation_recall.value() >= 0.25
-            && score.promotion_recall.value() >= 0.89
+        score.graduation_precision.value() >= 0.9
+            && score.graduation_recall.value() >= 0.56
+            && score.promotion_recall.value() >= 0.85
             && score.current_kept.value() == 1.0
             && score.superseded_left_current.0 <= 3
     };

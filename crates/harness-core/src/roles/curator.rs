@@ -24,6 +24,7 @@ pub mod items;
 pub mod join;
 pub mod judgments;
 pub mod log;
+pub mod modes;
 pub mod record;
 pub mod report;
 pub mod rewrite;

@@ -14,8 +14,9 @@
 //!   mission id (a mission whose entries are another's, under a new id, is not another); a
 //!   failure mode is seen again where another mission's says the same words in a row (its
 //!   effect, "the iteration hung until the timeout", in whatever tool's words around it) or
-//!   tells the same [failure mode](super::hygiene::phrases) (a command held at a question, or
-//!   one that needed the network);
+//!   tells the same [failure mode](super::modes) (a command held at a question, a server left
+//!   in the foreground, a test that needed the network or read the real clock…), but not when
+//!   the two tell different modes; a failure mode graduates in the mode's own general words;
 //!
 //! and only when it is general and has a wording that names nothing of one mission
 //! ([hygiene](super::hygiene)).
@@ -35,6 +36,7 @@ use super::hygiene::{self, Needed, Said};
 use super::items::{Item, Kind};
 use super::join::{Index, Vocabulary};
 use super::judgments::Judgments;
+use super::modes;
 use super::similarity::{analyse, similarity, Context, Specific};
 use super::{Cancelled, Params};
 
@@ -170,7 +172,15 @@ fn ledger_item(item: &Item) -> LedgerItem {
 /// `most` of its own wordings (the most frequent first).
 fn told(item: &Item, most: usize) -> impl Iterator<Item = &str> {
     let wordings = hygiene::wordings(item).into_iter().map(|(text, ..)| text);
-    item.general.as_deref().into_iter().chain(wordings.take(most))
+    item.general
+        .as_deref()
+        .into_iter()
+        .chain(wordings.take(most))
+}
+
+/// The phrase of the failure mode `text` tells, if any.
+fn told_phrase(text: &str) -> Option<&'static str> {
+    modes::told(text).map(|mode| mode.phrase)
 }
 
 /// One item of another mission in the ledger, as the matching needs it.
@@ -183,6 +193,9 @@ struct Recorded {
     context: usize,
     /// Whether it is a failure mode (else a lesson).
     failure: bool,
+    /// The [modes](modes::MODES) its wordings tell, by their phrases, if it is a failure mode
+    /// (a lesson's wordings do not say which of them told its failure).
+    modes: BTreeSet<&'static str>,
 }
 
 /// The ledger's items indexed by the words of each of their wordings: in which missions an
@@ -220,14 +233,19 @@ impl Recurrence {
             let failures = entry.failures.iter().map(|item| (item, true));
             let lessons = entry.lessons.iter().map(|item| (item, false));
             for (item, failure) in failures.chain(lessons) {
+                let texts: Vec<String> = std::iter::once(&item.text)
+                    .chain(&item.wordings)
+                    .cloned()
+                    .collect();
                 recorded.push(Recorded {
                     failure,
                     mission: id.clone(),
                     id: item.id.clone(),
-                    texts: std::iter::once(&item.text)
-                        .chain(&item.wordings)
-                        .cloned()
-                        .collect(),
+                    modes: match failure {
+                        true => texts.iter().filter_map(|t| told_phrase(t)).collect(),
+                        false => BTreeSet::new(),
+                    },
+                    texts,
                     context: contexts.len() - 1,
                 });
             }
@@ -286,9 +304,15 @@ impl Recurrence {
             // device", "address already in use"), among words of each mission's own tools that
             // keep the whole wordings apart: a failure mode of another mission that says the
             // same words in a row is this one recurring.
+            // But two failures that tell different modes (a server left in the foreground, an
+            // editor waiting for a message) are two, whatever effect they share.
             if item.kind == Kind::Avoid {
+                let mode = told_phrase(text);
+                let agrees =
+                    |r: &Recorded| mode.map_or(r.modes.is_empty(), |m| r.modes.contains(m));
                 for phrase in hygiene::phrases(text) {
-                    found.extend(self.phrases.get(&phrase).into_iter().flatten());
+                    let hits = self.phrases.get(&phrase).into_iter().flatten();
+                    found.extend(hits.filter(|number| agrees(&self.recorded[**number])));
                 }
             }
         }
@@ -366,6 +390,8 @@ struct Known {
     lines: Index,
     /// How many item ids each line names, by its number (so also how many lines there are).
     marked: Vec<usize>,
+    /// Whether each line says a failure mode's lesson (see [`modes`]), by its number.
+    modal: Vec<bool>,
 }
 
 impl Known {
@@ -376,6 +402,7 @@ impl Known {
             ids: HashMap::new(),
             lines: Index::weighted(threshold),
             marked: Vec::new(),
+            modal: Vec::new(),
         };
         for whole in text.lines() {
             let shown = strip_comments(whole);
@@ -385,28 +412,33 @@ impl Known {
             }
             let ids = marker_ids(whole);
             let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-            known.add(&ids, vocabulary.weighted_ids(&said_words(shown)));
+            let text = shown.trim_start_matches(['-', '*', ' ']);
+            let words = vocabulary.weighted_ids(&said_words(shown));
+            known.add(&ids, words, modes::lesson_of(text).is_some());
         }
         known
     }
 
     /// Whether it names `item`; or an item of another mission that says the same (`same`: their
-    /// ids) in a line that the wording (`numbered[1]`) says again; or has a line like
-    /// `numbered` (the item's words and the wording's, numbered).
+    /// ids) in a line that the wording (`numbered[1]`) says again, or in a failure mode's lesson
+    /// (which names none of the tools an item's wording names); or has a line like `numbered`
+    /// (the item's words and the wording's, numbered).
     fn says(&self, item: &Item, same: &[&str], numbered: &[Vec<u32>; 2]) -> bool {
         item.entry_ids().any(|id| self.ids.contains_key(id))
             || same.iter().any(|id| {
-                self.ids
-                    .get(*id)
-                    .is_some_and(|(_, line)| similarity(line, &numbered[1]) >= 0.45)
+                self.ids.get(*id).is_some_and(|(number, line)| {
+                    self.modal[*number] || similarity(line, &numbered[1]) >= 0.45
+                })
             })
             || numbered.iter().any(|w| !self.lines.similar(w).is_empty())
     }
 
-    /// Takes a line into account: the ids it names and its words, numbered.
-    fn add(&mut self, ids: &[&str], numbered: Vec<u32>) {
+    /// Takes a line into account: the ids it names, its words, numbered, and whether it says a
+    /// failure mode's lesson.
+    fn add(&mut self, ids: &[&str], numbered: Vec<u32>, modal: bool) {
         let line = self.marked.len();
         self.marked.push(ids.len());
+        self.modal.push(modal);
         for id in ids {
             self.ids.insert(id.to_string(), (line, numbered.clone()));
         }
@@ -526,7 +558,7 @@ pub fn graduate(
         );
         let ids: Vec<&str> = std::iter::once(item.id.as_str()).chain(same).collect();
         let [_, numbered] = numbered;
-        file.add(&ids, numbered);
+        file.add(&ids, numbered, modes::lesson_of(&wording).is_some());
         graduated.push(Graduation {
             id: item.id.clone(),
             role: item.role,
@@ -615,7 +647,11 @@ fn earned(
         }
     }
     if missions.len() >= params.graduate_failure_missions {
-        if let Some(wording) = wording(Needed::Missions(params.graduate_failure_missions)) {
+        let needed = Needed::Missions(params.graduate_failure_missions);
+        // A failure mode every agent meets, told in each mission's own tools, graduates in the
+        // mode's general words: each mission's wording names its own tools and values.
+        let told = mode_lesson(item, recurrence, matched, params.graduate_failure_missions);
+        if let Some(wording) = told.or_else(|| wording(needed)) {
             let what = if item.kind == Kind::Avoid {
                 "failure mode"
             } else {
@@ -647,6 +683,34 @@ fn earned(
         }
     }
     None
+}
+
+/// The lesson of the [failure mode](modes) that `item` (a failure) tells, when the ledger's
+/// items like it (`matched`) tell it too in enough missions with this one (`missions`). (A
+/// lesson's wordings do not say which of them told the failure that taught it.)
+fn mode_lesson(
+    item: &Item,
+    recurrence: &Recurrence,
+    matched: &[&Recorded],
+    missions: usize,
+) -> Option<String> {
+    if item.kind != Kind::Avoid {
+        return None;
+    }
+    let told: BTreeSet<&str> = hygiene::wordings(item)
+        .iter()
+        .filter_map(|(text, ..)| told_phrase(text))
+        .collect();
+    let mode = modes::MODES.iter().find(|mode| {
+        let with: BTreeSet<&str> = matched
+            .iter()
+            .filter(|r| r.modes.contains(mode.phrase))
+            .map(|r| r.mission.as_str())
+            .chain([recurrence.mission.as_str()])
+            .collect();
+        told.contains(mode.phrase) && with.len() >= missions
+    })?;
+    Some(mode.lesson.to_string())
 }
 
 /// This mission's wordings of an item (`wordings`, read in `context`), and the same with the
@@ -949,11 +1013,11 @@ mod tests {
             items[0].general = general.map(str::to_string);
             items
         };
-        let first = "[2026-04-24T10:00:00Z] worker F-3 FAIL: the report test broke after 22:00 \
-                     UTC: the service called LocalDate.now(); it takes a java.time.Clock now\n";
-        let second = "[2026-05-02T10:00:00Z] worker F-7 FAIL: the weekly stats went wrong on \
-                      a Sunday; the repository gets its date from package:clock now\n";
-        let general = "a test reading the real clock fails at some hours; inject a clock";
+        let first = "[2026-04-24T10:00:00Z] worker F-3 FAIL: the report test broke on the CI \
+                     machine: the service sorted names with the default Collator\n";
+        let second = "[2026-05-02T10:00:00Z] worker F-7 FAIL: the weekly list came out in \
+                      another order in the pipeline; the sort gets its locale passed in\n";
+        let general = "sorting text depends on the machine's locale; tests pass the locale in";
         let missions = |general: Option<&str>| {
             let params = Params::default();
             let (_, ledger) = graduated_in("m-1", &items(first, general), &Ledger::default(), None);
@@ -1061,11 +1125,92 @@ mod tests {
         let (done, _) = graduated_in("m-2", &held, &ledger, None);
         assert_eq!(done.len(), 1, "{done:?}");
         assert_eq!(done[0].rule, Rule::Failure);
-        // Held by something else, it is another failure.
-        let other =
+        // An editor waits for a person too.
+        let editor =
             second("git merge opened the editor for its message and the iteration timed out");
+        let (done, _) = graduated_in("m-2", &editor, &ledger, None);
+        assert_eq!(done.len(), 1, "{done:?}");
+        // Held by something else, it is another failure.
+        let other = second("rails server in the foreground kept the iteration waiting");
         let (done, _) = graduated_in("m-2", &other, &ledger, None);
         assert_eq!(done, []);
+    }
+
+    #[test]
+    fn a_lesson_like_a_failure_graduated_in_its_modes_words_is_known() {
+        let first = items_of(
+            "[2026-04-24T10:00:00Z] worker F-4 FAIL: ran anvil in the foreground to try the \
+             transfer, and the iteration waited on it until the timeout\n",
+        );
+        let second = items_of(
+            "[2026-05-02T10:00:00Z] worker F-3 FAIL: cabal run api-server to look at an \
+             endpoint never came back; a server holds a job for ever\n",
+        );
+        let (_, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
+        let (done, ledger) = graduated_in("m-2", &second, &ledger, None);
+        assert_eq!(done.len(), 1, "{done:?}");
+        assert!(modes::lesson_of(&done[0].line[2..done[0].line.find(" <!--").unwrap()]).is_some());
+        // A lesson of a third mission, like the first's failure in its words: that knowledge.
+        let third = items_of(
+            "[2026-06-02T10:00:00Z] worker F-2 LESSON: ran anvil in the background to try the \
+             transfer, so the iteration never waited on it until the timeout\n",
+        );
+        let file = appended(Role::Worker, None, &[done[0].line.clone()]);
+        let (again, _) = graduated_in("m-3", &third, &ledger, Some(&file));
+        assert_eq!(again, []);
+        let (alone, _) = graduated_in("m-3", &third, &ledger, None);
+        assert_eq!(alone.len(), 1, "{alone:?}");
+    }
+
+    #[test]
+    fn failures_of_two_modes_are_two_whatever_effect_they_share() {
+        let first = items_of(
+            "[2026-04-24T10:00:00Z] worker F-3 FAIL: bin/rails server to try the page by hand \
+             and the iteration hung until the timeout\n",
+        );
+        let second = items_of(
+            "[2026-05-02T10:00:00Z] worker F-7 FAIL: git merge opened the editor for the merge \
+             message and the iteration hung until the timeout\n",
+        );
+        let (_, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
+        assert!(hygiene::phrases(&first[0].text)
+            .intersection(&hygiene::phrases(&second[0].text))
+            .any(|phrase| phrase == "the iteration hung"));
+        let (done, _) = graduated_in("m-2", &second, &ledger, None);
+        assert_eq!(done, []);
+    }
+
+    #[test]
+    fn a_failure_mode_in_each_missions_tools_graduates_in_the_modes_words() {
+        let first = items_of(
+            "[2026-04-24T10:00:00Z] worker F-3 FAIL: the invoice spec built the due date from \
+             Date.today() and failed after midnight UTC\n",
+        );
+        let second = items_of(
+            "[2026-05-02T10:00:00Z] worker F-7 FAIL: the rate spec read getCurrentTime and failed \
+             when a run crossed a minute boundary\n",
+        );
+        let (_, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
+        let (done, ledger) = graduated_in("m-2", &second, &ledger, None);
+        assert_eq!(done.len(), 1, "{done:?}");
+        let lesson = modes::MODES
+            .iter()
+            .find(|m| m.phrase == "<real clock>")
+            .unwrap()
+            .lesson;
+        assert!(
+            done[0].line.starts_with(&format!("- {lesson} <!--")),
+            "{}",
+            done[0].line
+        );
+        // A third mission's failure of the mode is the line's knowledge, in any words.
+        let third = items_of(
+            "[2026-06-02T10:00:00Z] worker F-1 FAIL: the report's default name came from \
+             Dates.today() and the golden test failed the next day\n",
+        );
+        let file = appended(Role::Worker, None, &[done[0].line.clone()]);
+        let (again, _) = graduated_in("m-3", &third, &ledger, Some(&file));
+        assert_eq!(again, []);
     }
 
     #[test]

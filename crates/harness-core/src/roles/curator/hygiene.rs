@@ -26,6 +26,7 @@ use std::collections::{BTreeSet, HashMap};
 use crate::state::memory::Tag;
 
 use super::items::Item;
+use super::modes;
 use super::similarity::{
     self, analyse, is_content_word, replace_specifics, similarity, Analysis, Context, Specific,
 };
@@ -387,7 +388,7 @@ pub fn code_atoms(text: &str) -> BTreeSet<String> {
 
 /// The runs of three words of `text` in a row (lowercase, without the punctuation around
 /// them) of which two or more are content words: `does not exist`, not `in the project`; and
-/// the failure mode it tells, if any (`failure_mode`).
+/// the [failure mode](super::modes) it tells, if any, as a phrase no text holds.
 pub fn phrases(text: &str) -> BTreeSet<String> {
     let words: Vec<String> = text
         .split_whitespace()
@@ -402,57 +403,8 @@ pub fn phrases(text: &str) -> BTreeSet<String> {
         .filter(|run| run.iter().filter(|w| is_content_word(w)).count() >= 2)
         .map(|run| run.join(" "))
         .collect();
-    found.extend(failure_mode(text, &words).map(str::to_string));
+    found.extend(modes::told(text).map(|mode| mode.phrase.to_string()));
     found
-}
-
-/// The failure mode every unattended agent meets that `text` (its `words`, lowercase) tells,
-/// in whatever tool's words, if any: the iteration held until the timeout by a command that
-/// waited at a question ("stopped at \"Allow? [y/n]\" and waited for an answer", "asked for
-/// the vault password and hung"), or a command that needed the network ("the sandbox is
-/// offline", "the test downloaded a file and failed offline"). Said as a phrase that no text
-/// holds, so that two tellings share it; only failures are matched by it. (A command that
-/// never exits, a server or a watcher that kept the iteration waiting, is such a mode too;
-/// told by these words, it joined other failures of a held iteration to one identity line,
-/// which then kept them from graduating: BENCHMARKS.md, 8.)
-fn failure_mode(text: &str, words: &[String]) -> Option<&'static str> {
-    const HELD: &[&str] = &[
-        "hang", "hanging", "hangs", "hung", "stuck", "timed", "timeout", "wait", "waited",
-        "waiting", "waits",
-    ];
-    const NEVER: &[&str] = &[
-        "came", "ended", "ends", "exited", "exits", "finished", "returned", "returns",
-    ];
-    const ASKED: &[&str] = &[
-        "answer",
-        "asked",
-        "asks",
-        "confirm",
-        "confirmation",
-        "interactive",
-        "passphrase",
-        "password",
-        "prompt",
-        "prompted",
-        "prompts",
-        "question",
-    ];
-    // Told of a failure, the network: what the command needed and the sandbox, CI or the
-    // machine did not give ("failed offline", "there is no network in the sandbox").
-    const NETWORK: &[&str] = &["dns", "internet", "network", "offline"];
-    let has = |set: &[&str]| words.iter().any(|w| set.contains(&w.as_str()));
-    let never = words
-        .windows(2)
-        .any(|pair| pair[0] == "never" && NEVER.contains(&pair[1].as_str()));
-    // A question quoted as the tool printed it (`"Overwrite? [y/N]"`).
-    let quoted = text.contains("?\"") || text.contains("?'") || text.contains("? [");
-    if (has(HELD) || never) && (has(ASKED) || quoted) {
-        Some("<held at a question>")
-    } else if has(NETWORK) {
-        Some("<no network>")
-    } else {
-        None
-    }
 }
 
 /// The values given to options in `text` (`--account=plantsci` → `plantsci`), lowercase: those
@@ -571,37 +523,6 @@ mod tests {
         assert!(projects_rule(
             "each role's README lists its variables; the reviewer checks it against the defaults"
         ));
-    }
-
-    #[test]
-    fn a_command_held_at_a_question_is_one_failure_in_any_tool() {
-        let held = "<held at a question>";
-        for text in [
-            "deno run without --allow-env stopped at \"Allow? [y/n/A]\" and waited for an answer that never came",
-            "sbt stopped at \"Project loading failed: (r)etry, (q)uit?\" and waited",
-            "ansible-vault encrypt asked for the vault password and the iteration hung",
-        ] {
-            assert!(phrases(text).contains(held), "{text}");
-        }
-        for text in [
-            // Held, but by no question; a question, but nothing held.
-            "git merge opened the editor and the iteration hung",
-            "the installer asks for a licence key; pass it with --key",
-        ] {
-            assert!(!phrases(text).contains(held), "{text}");
-        }
-    }
-
-    #[test]
-    fn a_command_that_needed_the_network_is_one_failure_in_any_tool() {
-        let offline = "<no network>";
-        for text in [
-            "go mod download failed: lookup proxy.golang.org: no such host, there is no network",
-            "the batch test downloaded a sample image at test time and failed offline",
-        ] {
-            assert!(phrases(text).contains(offline), "{text}");
-        }
-        assert!(!phrases("the download of the sample image failed with a 404").contains(offline));
     }
 
     #[test]

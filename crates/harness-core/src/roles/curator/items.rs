@@ -26,6 +26,7 @@ use crate::state::memory::Tag;
 
 use super::join::{self, Vocabulary};
 use super::log::Line;
+use super::modes;
 use super::similarity::{
     analyse, generalise, identifiers_of, read_words, similarity, Context, Specific, MAX_WEIGHT,
 };
@@ -183,6 +184,7 @@ pub fn group(
     for &member in &members {
         group_of[member] = sets.root(member);
     }
+    apart_by_mode(&mut group_of, &members, &named, &ids);
     let mut groups: BTreeMap<usize, (bool, Vec<Evidence>)> = BTreeMap::new();
     for (index, ((kind, _), evidence)) in nodes.iter_mut().enumerate() {
         groups
@@ -203,6 +205,52 @@ pub fn group(
     items.sort_by(|a, b| a.id.cmp(&b.id));
     supersede::mark(&mut items, supersede, context, cancel)?;
     Ok(items.into_inner())
+}
+
+/// Splits each group (`group_of`, by member node) whose failures tell two [failure
+/// modes](modes) or more: one lesson is not two modes, however alike their words ("anvil in the
+/// foreground held the iteration until the timeout", "cast wallet import sat waiting for a key
+/// until the timeout"). Each other node of such a group goes with the mode of the failure it is
+/// most like. `members`: the nodes grouped, `nodes` and `ids` (their weighted words) by member.
+fn apart_by_mode(group_of: &mut [usize], members: &[usize], nodes: &[&Node], ids: &[Vec<u32>]) {
+    let mut by_group: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (number, &member) in members.iter().enumerate() {
+        by_group.entry(group_of[member]).or_default().push(number);
+    }
+    let failure = |n: usize| nodes[n].0 .0 == Kind::Avoid;
+    for numbers in by_group.values() {
+        // Most groups hold one failure or none: nothing to read.
+        if numbers.iter().filter(|&&n| failure(n)).count() < 2 {
+            continue;
+        }
+        let told: Vec<(usize, &str)> = numbers
+            .iter()
+            .filter(|&&n| failure(n))
+            .filter_map(|&n| {
+                let first = nodes[n].1.first()?;
+                modes::told(&first.text).map(|mode| (n, mode.phrase))
+            })
+            .collect();
+        let distinct: BTreeSet<&str> = told.iter().map(|(_, mode)| *mode).collect();
+        if distinct.len() < 2 {
+            continue;
+        }
+        for &number in numbers {
+            let mode = match told.iter().find(|(n, _)| *n == number) {
+                Some((_, mode)) => *mode,
+                None => {
+                    let likeness = |n: usize| similarity(&ids[number], &ids[n]);
+                    let like = told
+                        .iter()
+                        .max_by(|a, b| likeness(a.0).total_cmp(&likeness(b.0)));
+                    like.expect("two failures of a mode").1
+                }
+            };
+            // Each mode's group is named by its first failure's node.
+            let first = told.iter().find(|(_, m)| *m == mode).expect("told").0;
+            group_of[members[number]] = members[first];
+        }
+    }
 }
 
 /// The share of the similarity threshold at which two entries that alone name a flag of three
@@ -618,6 +666,27 @@ mod tests {
         };
         assert_eq!(count(&log("admin@clinic.test", "admin@clinic.test")), 1);
         assert_eq!(count(&log("admin@clinic.test", "nurse@clinic.test")), 2);
+    }
+
+    #[test]
+    fn failures_of_two_modes_are_two_items_however_alike() {
+        let lines = lines(
+            "[2026-04-24T10:00:00Z] worker F-1 FAIL: ran anvil in the foreground to try the transfer with cast, and the iteration waited on it until the timeout\n\
+             [2026-04-24T11:00:00Z] worker F-2 FAIL: cast wallet import sat waiting for a key to be typed, and the iteration hung until the timeout\n\
+             [2026-04-24T12:00:00Z] worker F-3 LESSON: start anvil in the background to try the transfer with cast, and kill it when done\n",
+        );
+        let lines: Vec<&Line> = lines.iter().collect();
+        let items = group(&lines, 0.35, 0.4, &Context::default(), &|| false).unwrap();
+        let texts: Vec<Vec<&str>> = items
+            .iter()
+            .map(|item| item.evidence.iter().map(|e| &e.text[..12]).collect())
+            .collect();
+        // The lesson goes with the failure it is most like.
+        assert_eq!(
+            texts,
+            [vec!["ran anvil in", "start anvil "], vec!["cast wallet "]],
+            "{items:#?}"
+        );
     }
 
     #[test]

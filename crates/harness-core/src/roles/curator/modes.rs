@@ -1,0 +1,412 @@
+//! Failure modes every unattended agent meets, whatever the project and its tools: a command
+//! held at a question, a server left in the foreground, a test that needed the network or read
+//! the real clock, a stale build cache, a secret put where it is read. Each mission tells one in
+//! its own tools' words ("cast wallet import --interactive sat waiting for a key",
+//! "ansible-vault asked for the vault password and hung"); what tells a mode here is the words
+//! any telling of it needs, so that two missions' failures meet, and its lesson is the general
+//! wording a careful curator would keep when no mission's wording is general.
+
+/// A failure mode: what tells it, and its lesson.
+#[derive(Debug)]
+pub struct Mode {
+    /// Its name, as a phrase no text holds (`<no network>`).
+    pub phrase: &'static str,
+    /// What to do, in words that name no project and no tool of one ecosystem.
+    pub lesson: &'static str,
+    /// Whether a failure's words tell it.
+    tells: fn(&Words) -> bool,
+}
+
+/// The failure modes, in the order they are asked: a text tells the first whose words it has.
+/// (A command that waited at a question is held too, and a password it asked for is no secret
+/// it exposed.)
+pub const MODES: &[Mode] = &[
+    Mode {
+        phrase: "<held by a pager>",
+        lesson: "output sent to a pager (less) waits for a key until the iteration's timeout: \
+                 turn the pager off (git --no-pager, GIT_PAGER=cat, PAGER=cat)",
+        tells: |w| w.held() && w.has(PAGER),
+    },
+    Mode {
+        phrase: "<held at a question>",
+        lesson: "a command that waits for a person (a question, a password, an editor, a \
+                 full-screen menu) waits until the iteration's timeout: use its \
+                 non-interactive flags or give the answer in advance",
+        tells: |w| w.held() && (w.has(ASKED) || w.quoted_question),
+    },
+    Mode {
+        phrase: "<server in the foreground>",
+        lesson: "a server or a watcher started in the foreground never returns and holds the \
+                 iteration until its timeout: start it in the background, keep its pid and stop \
+                 it when done",
+        tells: |w| w.held() && w.has(SERVING),
+    },
+    Mode {
+        phrase: "<no network>",
+        lesson: "builds and tests must not need the network, which the sandbox or CI may not \
+                 have and public services rate-limit: vendor, cache or stub what they fetch",
+        tells: |w| w.has(NETWORK) || w.has_phrase(NETWORK_PHRASES),
+    },
+    Mode {
+        phrase: "<real clock>",
+        lesson: "a test that reads the real clock or today's date fails at midnight, across a \
+                 time zone or between two readings: pass the time in, or freeze it",
+        tells: |w| w.has(CLOCK) || w.has_phrase(CLOCK_PHRASES) || w.reads_now,
+    },
+    Mode {
+        phrase: "<stale build cache>",
+        lesson: "when a build keeps using something that was removed or renamed, its cache is \
+                 stale: clear the tool's build cache or output directory and build again",
+        tells: |w| w.has(OLD) && (w.has(CACHED) || (w.has(CLEARED) && w.has(BUILT))),
+    },
+    Mode {
+        phrase: "<secret exposed>",
+        lesson: "keep secrets (keys, tokens, passwords) out of the repository, the logs and the \
+                 command line: the environment, a keystore or the CI's secrets hold them",
+        tells: |w| (w.has(SECRET) || w.has_phrase(SECRET_PHRASES)) && w.has(EXPOSED),
+    },
+];
+
+/// The failure mode `text` tells, if any.
+pub fn told(text: &str) -> Option<&'static Mode> {
+    let words = Words::of(text);
+    MODES.iter().find(|mode| (mode.tells)(&words))
+}
+
+/// The mode whose lesson `text` is, if it is one (a line graduated in a mode's words).
+pub fn lesson_of(text: &str) -> Option<&'static Mode> {
+    let text = text.trim();
+    MODES.iter().find(|mode| mode.lesson == text)
+}
+
+/// Held: the command or the iteration waited.
+const HELD: &[&str] = &[
+    "hang", "hanging", "hangs", "hung", "stuck", "timed", "timeout", "wait", "waited", "waiting",
+    "waits",
+];
+const HELD_PHRASES: &[&[&str]] = &[&["sat", "there"], &["nothing", "happened"]];
+/// Where output waits for a key.
+const PAGER: &[&str] = &["less", "pager"];
+/// What did not happen to a command that was held ("never returned").
+const NEVER: &[&str] = &[
+    "came", "ended", "ends", "exited", "exits", "finished", "returned", "returns", "stopped",
+];
+/// A question a command asked, or what else waits for a person's keys.
+const ASKED: &[&str] = &[
+    "answer",
+    "ask",
+    "asked",
+    "asking",
+    "asks",
+    "confirm",
+    "confirmation",
+    "editor",
+    "input",
+    "interactive",
+    "keyboard",
+    "menu",
+    "passphrase",
+    "password",
+    "prompt",
+    "prompted",
+    "prompts",
+    "question",
+    "questions",
+    "typed",
+];
+/// What serves or watches until stopped.
+const SERVING: &[&str] = &[
+    "daemon",
+    "foreground",
+    "serve",
+    "server",
+    "serving",
+    "watch",
+    "watcher",
+    "watching",
+];
+/// Told of a failure, the network: what the command needed and the sandbox, CI or the machine
+/// did not give ("failed offline", "there is no network in the sandbox"), or a public service
+/// refused.
+const NETWORK: &[&str] = &["dns", "internet", "network", "offline", "429", "enotfound"];
+const NETWORK_PHRASES: &[&[&str]] = &[
+    &["no", "such", "host"],
+    &["could", "not", "resolve"],
+    &["too", "many", "requests"],
+    &["rate", "limited"],
+];
+/// The real clock, read where a test needed a time of its own.
+const CLOCK: &[&str] = &["clock", "midnight", "today"];
+const CLOCK_PHRASES: &[&[&str]] = &[
+    &["current", "time"],
+    &["current", "date"],
+    &["system", "time"],
+    &["real", "date"],
+];
+/// Calls that read the present, in the languages' words (lowercase).
+const NOW: &[&str] = &[
+    ".now(",
+    ".now ",
+    "now()",
+    "today()",
+    "timestamp()",
+    "new date()",
+    "utcnow",
+    "utc_now",
+];
+/// Something a build used after it changed.
+const OLD: &[&str] = &["leftover", "old", "outdated", "stale"];
+/// What a build keeps.
+const CACHED: &[&str] = &[
+    "artifact",
+    "artifacts",
+    "cache",
+    "cached",
+    "caches",
+    "compiled",
+    "object",
+    "objects",
+    "precompiled",
+];
+const CLEARED: &[&str] = &[
+    "clean", "cleaned", "cleared", "deleted", "deleting", "removed", "wiped",
+];
+const BUILT: &[&str] = &["build", "builds", "rebuild", "rebuilt"];
+/// A secret.
+const SECRET: &[&str] = &[
+    "credential",
+    "credentials",
+    "password",
+    "passwords",
+    "secret",
+    "secrets",
+    "token",
+    "tokens",
+];
+const SECRET_PHRASES: &[&[&str]] = &[
+    &["private", "key"],
+    &["api", "key"],
+    &["signing", "key"],
+    &["deploy", "key"],
+    &["deployer", "key"],
+    &["access", "key"],
+    &["secret", "key"],
+];
+/// Where a secret is read by others.
+const EXPOSED: &[&str] = &[
+    "commit",
+    "committed",
+    "exposed",
+    "gitignore",
+    "history",
+    "leaked",
+    "logged",
+    "logs",
+    "plaintext",
+    "printed",
+    "pushed",
+    "repository",
+    "staged",
+];
+
+/// The words of a failure, as the modes read them.
+pub struct Words {
+    /// Lowercase runs of letters and digits, a camel-case name split into its words
+    /// (`getCurrentTime`: get, current, time).
+    words: Vec<String>,
+    /// A question quoted as the tool printed it (`"Overwrite? [y/N]"`).
+    quoted_question: bool,
+    /// A call that reads the present (`Date.now()`, `datetime.now`, `Dates.today()`).
+    reads_now: bool,
+}
+
+impl Words {
+    fn of(text: &str) -> Self {
+        let mut words = Vec::new();
+        for run in text.split(|c: char| !c.is_alphanumeric()) {
+            let mut start = 0;
+            let chars: Vec<(usize, char)> = run.char_indices().collect();
+            for pair in chars.windows(2) {
+                if pair[0].1.is_lowercase() && pair[1].1.is_uppercase() {
+                    words.push(run[start..pair[1].0].to_lowercase());
+                    start = pair[1].0;
+                }
+            }
+            if start < run.len() {
+                words.push(run[start..].to_lowercase());
+            }
+        }
+        let lower = text.to_lowercase();
+        Self {
+            words,
+            quoted_question: ["?\"", "?'", "\"?", "? [", "? ("]
+                .iter()
+                .any(|mark| text.contains(mark)),
+            reads_now: NOW.iter().any(|call| lower.contains(call)),
+        }
+    }
+
+    /// Whether it has a word of `set`.
+    fn has(&self, set: &[&str]) -> bool {
+        self.words.iter().any(|w| set.contains(&w.as_str()))
+    }
+
+    /// Whether it has one of `phrases`, its words in a row.
+    fn has_phrase(&self, phrases: &[&[&str]]) -> bool {
+        phrases.iter().any(|phrase| {
+            self.words
+                .windows(phrase.len())
+                .any(|run| run.iter().zip(*phrase).all(|(w, p)| w == p))
+        })
+    }
+
+    /// Whether a command or the iteration was held: it waited, or never returned.
+    fn held(&self) -> bool {
+        self.has(HELD)
+            || self.has_phrase(HELD_PHRASES)
+            || self
+                .words
+                .windows(2)
+                .any(|pair| pair[0] == "never" && NEVER.contains(&pair[1].as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phrase(text: &str) -> Option<&'static str> {
+        told(text).map(|mode| mode.phrase)
+    }
+
+    #[test]
+    fn a_command_held_at_a_question_is_one_failure_in_any_tool() {
+        for text in [
+            "deno run without --allow-env stopped at \"Allow? [y/n/A]\" and waited for an answer",
+            "sbt stopped at \"Project loading failed: (r)etry, (q)uit?\" and waited",
+            "ansible-vault encrypt asked for the vault password and the iteration hung",
+            "gh secret set sat at \"? Paste your secret\" and the iteration hung",
+        ] {
+            assert_eq!(phrase(text), Some("<held at a question>"), "{text}");
+        }
+        // An editor or a menu waits for a person too.
+        for text in [
+            "git merge opened the editor and the iteration hung",
+            "make menuconfig opened its menu and sat there until the iteration was killed",
+        ] {
+            assert_eq!(phrase(text), Some("<held at a question>"), "{text}");
+        }
+        // Held, but by no question; a question, but nothing held.
+        for text in [
+            "the migration hung on a lock the other connection held",
+            "the installer asks for a licence key; pass it with --key",
+        ] {
+            assert_eq!(phrase(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn output_held_by_a_pager_is_one_failure_in_any_tool() {
+        for text in [
+            "git log -p never came back: its output went to less and waited for a key",
+            "psql's \\d showed the table in a pager and the iteration hung",
+        ] {
+            assert_eq!(phrase(text), Some("<held by a pager>"), "{text}");
+        }
+        assert_eq!(phrase("git log --oneline shows less than git log -p"), None);
+    }
+
+    #[test]
+    fn a_server_in_the_foreground_is_one_failure_in_any_tool() {
+        for text in [
+            "rails server in the foreground kept the iteration waiting until the timeout",
+            "mkdocs serve to look at the page never returned",
+            "tsc --watch never exited and the iteration timed out",
+        ] {
+            assert_eq!(phrase(text), Some("<server in the foreground>"), "{text}");
+        }
+        // A server, held by nothing; held by a question, which comes first.
+        for (text, mode) in [
+            ("the server answers 502 when the upstream is down", None),
+            (
+                "the dev server asked \"Use another port? (Y/n)\" and waited",
+                Some("<held at a question>"),
+            ),
+        ] {
+            assert_eq!(phrase(text), mode, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_command_that_needed_the_network_is_one_failure_in_any_tool() {
+        for text in [
+            "go mod download failed: lookup proxy.golang.org: no such host, there is no network",
+            "the batch test downloaded a sample image at test time and failed offline",
+            "the suite called the public API and got 429 Too Many Requests on every other run",
+        ] {
+            assert_eq!(phrase(text), Some("<no network>"), "{text}");
+        }
+        assert_eq!(
+            phrase("the download of the sample image failed with a 404"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_test_that_read_the_real_clock_is_one_failure_in_any_tool() {
+        for text in [
+            "the invoice test used Date.now() and failed when the run crossed midnight",
+            "the spec read getCurrentTime and failed across a minute boundary",
+            "the slot test failed after 22:00 UTC: \"tomorrow\" came from new Date()",
+            "the expiry test compared with the system time and failed when the run was slow",
+        ] {
+            assert_eq!(phrase(text), Some("<real clock>"), "{text}");
+        }
+        // "now" alone is a word of any sentence; a time zone is the code's, not the clock's; a
+        // limit of requests per minute is what a test may check.
+        for text in [
+            "the test fails now that the fixture is gone",
+            "the rate-limit spec failed: the limiter counted the retries",
+            "naive local times broke at the DST change: the reminder came an hour early",
+        ] {
+            assert_eq!(phrase(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_stale_build_cache_is_one_failure_in_any_tool() {
+        for text in [
+            "after the rename the tests still ran the old compiled module; clearing the cache fixed it",
+            "the build kept linking an old object after the file was removed; a clean rebuild fixed it",
+        ] {
+            assert_eq!(phrase(text), Some("<stale build cache>"), "{text}");
+        }
+        // Old, but no cache or build; a cache, but nothing old.
+        for text in [
+            "the old endpoint still answers with the v1 payload",
+            "the cache key of the CI job included the lockfile's hash",
+        ] {
+            assert_eq!(phrase(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_secret_put_where_it_is_read_is_one_failure_in_any_tool() {
+        for text in [
+            "the API key was in settings.py and got committed; it is read from the environment now",
+            "a private key after --private-key on the command line ends up in the shell history",
+        ] {
+            assert_eq!(phrase(text), Some("<secret exposed>"), "{text}");
+        }
+        // A secret the command asked for holds the iteration; a token, not exposed.
+        for (text, mode) in [
+            (
+                "gpg asked for the key's password and the commit hung",
+                Some("<held at a question>"),
+            ),
+            ("the lexer's token for a keyword lost its span", None),
+        ] {
+            assert_eq!(phrase(text), mode, "{text}");
+        }
+    }
+}
