@@ -35,17 +35,17 @@ pub const MODES: &[Mode] = &[
         tells: |w| w.held() && (w.has(ASKED) || w.quoted_question),
     },
     Mode {
+        phrase: "<no network>",
+        lesson: "builds and tests must not need the network, which the sandbox or CI may not \
+                 have and public services rate-limit: vendor, cache or stub what they fetch",
+        tells: |w| w.has(NETWORK) || w.has_phrase(NETWORK_PHRASES),
+    },
+    Mode {
         phrase: "<server in the foreground>",
         lesson: "a server or a watcher started in the foreground never returns and holds the \
                  iteration until its timeout: start it in the background, keep its pid and stop \
                  it when done",
         tells: |w| w.held() && w.has(SERVING),
-    },
-    Mode {
-        phrase: "<no network>",
-        lesson: "builds and tests must not need the network, which the sandbox or CI may not \
-                 have and public services rate-limit: vendor, cache or stub what they fetch",
-        tells: |w| w.has(NETWORK) || w.has_phrase(NETWORK_PHRASES),
     },
     Mode {
         phrase: "<real clock>",
@@ -57,7 +57,11 @@ pub const MODES: &[Mode] = &[
         phrase: "<stale build cache>",
         lesson: "when a build keeps using something that was removed or renamed, its cache is \
                  stale: clear the tool's build cache or output directory and build again",
-        tells: |w| w.has(OLD) && (w.has(CACHED) || (w.has(CLEARED) && w.has(BUILT))),
+        tells: |w| {
+            let cleared = w.has(CLEARED) || w.has_phrase(&[&["threw", "away"]]);
+            (w.has(OLD) && (w.has(CACHED) || (cleared && w.has(BUILT))))
+                || (w.has(CACHED) && cleared)
+        },
     },
     Mode {
         phrase: "<secret exposed>",
@@ -89,7 +93,8 @@ const HELD_PHRASES: &[&[&str]] = &[&["sat", "there"], &["nothing", "happened"]];
 const PAGER: &[&str] = &["less", "pager"];
 /// What did not happen to a command that was held ("never returned").
 const NEVER: &[&str] = &[
-    "came", "ended", "ends", "exited", "exits", "finished", "returned", "returns", "stopped",
+    "came", "ended", "ends", "exited", "exits", "finished", "gave", "returned", "returns",
+    "stopped",
 ];
 /// A question a command asked, or what else waits for a person's keys.
 const ASKED: &[&str] = &[
@@ -99,7 +104,6 @@ const ASKED: &[&str] = &[
     "asking",
     "asks",
     "confirm",
-    "confirmation",
     "editor",
     "input",
     "interactive",
@@ -112,10 +116,13 @@ const ASKED: &[&str] = &[
     "prompts",
     "question",
     "questions",
+    "repl",
+    "stdin",
     "typed",
 ];
 /// What serves or watches until stopped.
 const SERVING: &[&str] = &[
+    "attached",
     "daemon",
     "foreground",
     "serve",
@@ -130,6 +137,12 @@ const SERVING: &[&str] = &[
 /// refused.
 const NETWORK: &[&str] = &["dns", "internet", "network", "offline", "429", "enotfound"];
 const NETWORK_PHRASES: &[&[&str]] = &[
+    &["real", "request"],
+    &["real", "endpoint"],
+    &["public", "api"],
+    &["public", "rpc"],
+    &["external", "service"],
+    &["remote", "service"],
     &["no", "such", "host"],
     &["could", "not", "resolve"],
     &["too", "many", "requests"],
@@ -169,9 +182,21 @@ const CACHED: &[&str] = &[
     "precompiled",
 ];
 const CLEARED: &[&str] = &[
-    "clean", "cleaned", "cleared", "deleted", "deleting", "removed", "wiped",
+    "clean", "cleaned", "cleared", "clearing", "deleted", "deleting", "flushed", "purged",
+    "removed", "wiped",
 ];
-const BUILT: &[&str] = &["build", "builds", "rebuild", "rebuilt"];
+const BUILT: &[&str] = &[
+    "build",
+    "builds",
+    "rebuild",
+    "rebuilds",
+    "rebuilt",
+    "recompile",
+    "recompiled",
+    "reimport",
+    "reimported",
+    "reimporting",
+];
 /// A secret.
 const SECRET: &[&str] = &[
     "credential",
@@ -293,6 +318,7 @@ mod tests {
         for text in [
             "git merge opened the editor and the iteration hung",
             "make menuconfig opened its menu and sat there until the iteration was killed",
+            "a bare ghci opened a REPL that waited on stdin until the timeout",
         ] {
             assert_eq!(phrase(text), Some("<held at a question>"), "{text}");
         }
@@ -322,6 +348,7 @@ mod tests {
             "rails server in the foreground kept the iteration waiting until the timeout",
             "mkdocs serve to look at the page never returned",
             "tsc --watch never exited and the iteration timed out",
+            "compose up stayed attached to the logs and sat there until the timeout",
         ] {
             assert_eq!(phrase(text), Some("<server in the foreground>"), "{text}");
         }
@@ -343,6 +370,8 @@ mod tests {
             "go mod download failed: lookup proxy.golang.org: no such host, there is no network",
             "the batch test downloaded a sample image at test time and failed offline",
             "the suite called the public API and got 429 Too Many Requests on every other run",
+            "the leaderboard test posted to the real score server and hung on CI with no network",
+            "the confirmation test sent a real request to the SMS gateway and hung",
         ] {
             assert_eq!(phrase(text), Some("<no network>"), "{text}");
         }
@@ -378,6 +407,7 @@ mod tests {
         for text in [
             "after the rename the tests still ran the old compiled module; clearing the cache fixed it",
             "the build kept linking an old object after the file was removed; a clean rebuild fixed it",
+            "the new alias was unknown until the tool threw away the cached classpath",
         ] {
             assert_eq!(phrase(text), Some("<stale build cache>"), "{text}");
         }
