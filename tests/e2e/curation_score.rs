@@ -682,6 +682,40 @@ fn curation_score_on_the_fresh_log() {
     scored_holding("fresh", (15, 30), clean, what);
 }
 
+/// How much knowledge a log's labels give at least: to graduate, to promote.
+type Least = (usize, usize);
+
+/// What each blind log must still score with the rules alone: the floors it reached after the
+/// general rules made with it (each log's first score and history are in BENCHMARKS.md, §8);
+/// nothing may get worse. By log: how much knowledge its labels give to graduate and to promote
+/// at least; graduation precision, graduation recall and promotion recall; current decisions
+/// kept current, at least; superseded decisions left current, at most.
+#[rustfmt::skip]
+const FLOORS: &[(&str, Least, [f64; 3], usize, usize)] = &[
+    ("blind",  (15, 30), [0.86, 0.72, 0.80], 26, 2),
+    ("blind2", (15, 30), [0.91, 0.88, 0.93], 24, 0),
+    ("blind3", (15, 30), [0.99, 0.89, 0.87], 30, 1),
+    ("blind4", (15, 30), [0.89, 0.85, 0.80], 28, 3),
+    ("blind5", (15, 30), [0.81, 0.60, 0.83], 20, 2),
+    ("blind6", (15, 30), [0.99, 0.68, 0.75], 23, 0),
+    ("blind7", (15, 25), [0.90, 0.56, 0.85], 25, 3),
+    ("blind9", (10, 20), [0.78, 0.84, 0.78], 32, 6),
+];
+
+/// Scores the blind log `name` and checks that it holds its floor (see [`FLOORS`]).
+fn holds_its_floor(name: &str) {
+    let (_, least, [precision, recall, promotion], kept, left) =
+        FLOORS.iter().find(|(n, ..)| *n == name).expect("a floor");
+    let holds = |score: &Score| {
+        score.graduation_precision.value() >= *precision
+            && score.graduation_recall.value() >= *recall
+            && score.promotion_recall.value() >= *promotion
+            && score.current_kept.0 >= *kept
+            && score.superseded_left_current.0 <= *left
+    };
+    scored_holding(name, *least, holds, "worse than after its corrections");
+}
+
 /// The blind log was written after the rules were made more general with the fresh log, by
 /// someone who did not read them. Its first score (BENCHMARKS.md) is below the targets: what a
 /// project names again and again (a build preset, a fixture, a cluster account) still passed
@@ -692,14 +726,7 @@ fn curation_score_on_the_fresh_log() {
 /// asserted is that nothing got worse than after those corrections.
 #[test]
 fn curation_score_on_the_blind_log() {
-    let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.86
-            && score.graduation_recall.value() >= 0.72
-            && score.promotion_recall.value() >= 0.8
-            && score.current_kept.value() == 1.0
-            && score.superseded_left_current.0 <= 2
-    };
-    scored_holding("blind", (15, 30), holds, "worse than after its corrections");
+    holds_its_floor("blind");
 }
 
 /// The second blind log was written after the rules were corrected with the first, by someone
@@ -710,42 +737,18 @@ fn curation_score_on_the_blind_log() {
 /// gets worse than after them.
 #[test]
 fn curation_score_on_the_second_blind_log() {
-    let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.91
-            && score.graduation_recall.value() >= 0.88
-            && score.promotion_recall.value() >= 0.93
-            && score.current_kept.value() == 1.0
-            && score.superseded_left_current.0 == 0
-    };
-    scored_holding(
-        "blind2",
-        (15, 30),
-        holds,
-        "worse than after its corrections",
-    );
+    holds_its_floor("blind2");
 }
 
 /// The third blind log was written after the rules were corrected with the second, by someone
 /// who did not read them, and scored once (BENCHMARKS.md); the rules on decisions were then
 /// corrected with it, and the graduation rules with all three blind logs (see the first). What
-/// is asserted is that nothing gets worse than that.
+/// is asserted is that nothing gets worse than that. (Promotion recall was 0.91 before two more
+/// decisions were rightly kept current: they take the room of a lesson one worker repeated,
+/// summary.md's bound being in tokens.)
 #[test]
 fn curation_score_on_the_third_blind_log() {
-    let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.99
-            && score.graduation_recall.value() >= 0.89
-            // 0.91 before two more decisions were rightly kept current: they take the room of
-            // a lesson one worker repeated (summary.md's bound in tokens).
-            && score.promotion_recall.value() >= 0.87
-            && score.current_kept.value() == 1.0
-            && score.superseded_left_current.0 <= 1
-    };
-    scored_holding(
-        "blind3",
-        (15, 30),
-        holds,
-        "worse than after its corrections",
-    );
+    holds_its_floor("blind3");
 }
 
 /// The fourth blind log was written after the rules were corrected with the third, by someone
@@ -755,19 +758,7 @@ fn curation_score_on_the_third_blind_log() {
 /// option, are the tool's); what is asserted is that nothing gets worse than after them.
 #[test]
 fn curation_score_on_the_fourth_blind_log() {
-    let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.89
-            && score.graduation_recall.value() >= 0.85
-            && score.promotion_recall.value() >= 0.8
-            && score.current_kept.value() == 1.0
-            && score.superseded_left_current.0 <= 3
-    };
-    scored_holding(
-        "blind4",
-        (15, 30),
-        holds,
-        "worse than after its corrections",
-    );
+    holds_its_floor("blind4");
 }
 
 /// The fifth blind log was written after the rules were corrected with the fourth, by someone
@@ -779,19 +770,7 @@ fn curation_score_on_the_fourth_blind_log() {
 /// worse than after them.
 #[test]
 fn curation_score_on_the_fifth_blind_log() {
-    let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.81
-            && score.graduation_recall.value() >= 0.6
-            && score.promotion_recall.value() >= 0.83
-            && score.current_kept.0 >= 20
-            && score.superseded_left_current.0 <= 2
-    };
-    scored_holding(
-        "blind5",
-        (15, 30),
-        holds,
-        "worse than after its corrections",
-    );
+    holds_its_floor("blind5");
 }
 
 /// The sixth blind log was written after the rules were corrected with the fifth, by someone
@@ -802,19 +781,7 @@ fn curation_score_on_the_fifth_blind_log() {
 /// gets worse than after them.
 #[test]
 fn curation_score_on_the_sixth_blind_log() {
-    let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.99
-            && score.graduation_recall.value() >= 0.68
-            && score.promotion_recall.value() >= 0.75
-            && score.current_kept.0 >= 23
-            && score.superseded_left_current.0 == 0
-    };
-    scored_holding(
-        "blind6",
-        (15, 30),
-        holds,
-        "worse than after its corrections",
-    );
+    holds_its_floor("blind6");
 }
 
 /// The seventh blind log was written at the same time as the sixth, in the same way, and
@@ -827,54 +794,42 @@ fn curation_score_on_the_sixth_blind_log() {
 /// failure is seen once in its mission.)
 #[test]
 fn curation_score_on_the_seventh_blind_log() {
-    let holds = |score: &Score| {
-        score.graduation_precision.value() >= 0.9
-            && score.graduation_recall.value() >= 0.56
-            && score.promotion_recall.value() >= 0.85
-            && score.current_kept.value() == 1.0
-            && score.superseded_left_current.0 <= 3
-    };
-    scored_holding(
-        "blind7",
-        (15, 25),
-        holds,
-        "worse than after its corrections",
-    );
+    holds_its_floor("blind7");
+}
+
+/// The ninth blind log was written after the failure modes were made with the earlier logs, by
+/// someone who did not read the rules, and scored once (BENCHMARKS.md): the modes raised its
+/// graduation recall from 0.62 to 0.69. The modes' words were then corrected with it (a real
+/// endpoint is the network, a cache thrown away was stale, a REPL waits for a person); what is
+/// asserted is that nothing gets worse than after that. Its labeller counts an editor and a
+/// server left in the foreground as one lesson, where the modes (and the first blind log's
+/// labeller) see two: one line is counted twice.
+#[test]
+fn curation_score_on_the_ninth_blind_log() {
+    holds_its_floor("blind9");
 }
 
 /// The curator's agent making the calls a careful human makes (which items say the same, which
 /// decision replaces which, what is local, what is general and in what words), on every
 /// labelled log: what the rules cannot see is then seen, and the rules still check each call
-/// (no answer is rejected) and the evidence graduation needs. Every log meets the targets but
-/// the seventh blind one, whose graduation recall is 0.75, for what this agent does not do: it
-/// calls general only in its label's words when they name nothing of one mission, and two
-/// labels name such words (an RPC fork, a deployer key), a third names `cabal.project.local`
-/// (read as a host of the `.local` domain); and it makes no `apart` call, so the gas snapshot
-/// lesson the rules grouped with the formatter's check is lost in it.
+/// (no answer is rejected) and the evidence graduation needs. Every log meets the targets.
+/// (The seventh blind log's graduation recall was 0.75 before the failure modes: this agent
+/// calls general only in its label's words when they name nothing of one mission, and two of
+/// its labels name such words, an RPC fork and a deployer key.)
 #[test]
 fn curation_score_with_the_agent_judging() {
     // One log, to study it: `CURATION_LOG=fresh`.
     let only = std::env::var("CURATION_LOG").ok();
     for name in [
         "main", "holdout", "fresh", "blind", "blind2", "blind3", "blind4", "blind5", "blind6",
-        "blind7",
+        "blind7", "blind9",
     ] {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;
         }
         let score = scored_by(name, true);
-        let holds = match name {
-            "blind7" => {
-                score.graduation_precision.value() >= 0.95
-                    && score.graduation_recall.value() >= 0.75
-                    && score.promotion_recall.value() >= 0.8
-                    && score.current_kept.value() == 1.0
-                    && score.superseded_left_current.0 == 0
-            }
-            _ => meets_targets(&score),
-        };
         assert!(
-            holds,
+            meets_targets(&score),
             "{name}, the agent judging: below the targets: {:?}",
             score.wrong
         );

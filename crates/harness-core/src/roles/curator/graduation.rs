@@ -649,9 +649,14 @@ fn earned(
     if missions.len() >= params.graduate_failure_missions {
         let needed = Needed::Missions(params.graduate_failure_missions);
         // A failure mode every agent meets, told in each mission's own tools, graduates in the
-        // mode's general words: each mission's wording names its own tools and values.
-        let told = mode_lesson(item, recurrence, matched, params.graduate_failure_missions);
-        if let Some(wording) = told.or_else(|| wording(needed)) {
+        // mode's general words: each mission's wording names its own tools and values. The
+        // agent's general wording, when it gave one, is the item's own.
+        let told = || mode_lesson(item, recurrence, matched, params.graduate_failure_missions);
+        let chosen = match general {
+            Some(_) => wording(needed).or_else(told),
+            None => told().or_else(|| wording(needed)),
+        };
+        if let Some(wording) = chosen {
             let what = if item.kind == Kind::Avoid {
                 "failure mode"
             } else {
@@ -1203,6 +1208,14 @@ mod tests {
             "{}",
             done[0].line
         );
+        // The agent's general wording, when it gave one, is the item's own.
+        let (_, first_only) = graduated_in("m-1", &first, &Ledger::default(), None);
+        let mut told = second.clone();
+        let general = "specs that read the clock fail at some hours; give them a fixed time";
+        told[0].general = Some(general.to_string());
+        let (by_agent, _) = graduated_in("m-2", &told, &first_only, None);
+        let line = &by_agent[0].line;
+        assert!(line.starts_with(&format!("- {general} <!--")), "{line}");
         // A third mission's failure of the mode is the line's knowledge, in any words.
         let third = items_of(
             "[2026-06-02T10:00:00Z] worker F-1 FAIL: the report's default name came from \
