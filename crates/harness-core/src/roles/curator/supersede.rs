@@ -12,8 +12,8 @@
 //!   the distance, not the hikes; a word shared is the head of one of the two X, not only a
 //!   modifier: "tide curves" and "tide alerts" are two things), or one is the acronym of the
 //!   other's words (`MSRV`, "the minimum supported Rust version"), or they give one name two
-//!   versions, which differ in a part both give ("GHC 9.6.6", "the compiler is GHC 9.8.4";
-//!   not "Postgres 16" and "Postgres 16.2"); but not when each says a
+//!   versions, which differ in a part both give ("GHC 9.6.6", "the compiler is GHC 9.8.4",
+//!   "bumped GHC to 9.10.1"; not "Postgres 16" and "Postgres 16.2"); but not when each says a
 //!   different thing is done to it ("tiles are decoded with libpng", "tiles are re-encoded as
 //!   WebP": what a decision says is done to its subject, the participle after the copula, is
 //!   part of that subject, negated or not: "accounts are never deleted", "archived accounts are
@@ -24,7 +24,7 @@
 //!   in prose: a word inside code (`{:shift_changed, shift_id}`) names what the code carries;
 //!   and one that states no subject is alike in words only if it is outside its code too;
 //! - the newer says that it changes something ("now", "instead of", "no more", "moved to",
-//!   "replaces"…) and names what is rare in the older (a word of at most [`RARE`] items, such
+//!   "replaces", "is removed"…) and names what is rare in the older (a word of at most [`RARE`] items, such
 //!   as the tool it replaces), or is like it (a weighted similarity of [`MARKED_SIMILARITY`] or
 //!   more), or gives a name of it another number (the same thing at another version: "the
 //!   deployment target is iOS 16.0", "the app now needs iOS 17"; a release of three parts
@@ -75,10 +75,14 @@ pub const WINDOW: usize = 256;
 const CHANGES: &[&str] = &[
     "any more",
     "anymore",
+    "are deleted",
     "are gone",
+    "are removed",
     "from now on",
     "instead of",
+    "is deleted",
     "is gone",
+    "is removed",
     "move to",
     "moved to",
     "moves to",
@@ -433,8 +437,9 @@ fn numbered(
 }
 
 /// The pairs of decisions (by number) that the rules but the similarity of words may find:
-/// those that share a word of what they are about or an acronym, and each decision announcing a
-/// change with the ones before it; each pair within [`WINDOW`] decisions of each other.
+/// those that share a word of what they are about, an acronym or a name given a version, and
+/// each decision announcing a change with the ones before it; each pair within [`WINDOW`]
+/// decisions of each other.
 fn other_candidates(
     read: &[Decision],
     last_seen: &[Timestamp],
@@ -464,11 +469,14 @@ fn other_candidates(
             .initials
             .iter()
             .filter(|i| acronyms.contains(i.as_str()));
+        // A name given a version is what a decision giving it another is about.
+        let named = decision.versions.iter().map(|(name, _)| name);
         let keys = decision
             .about
             .iter()
             .chain(&decision.acronyms)
-            .chain(initials);
+            .chain(initials)
+            .chain(named);
         for key in keys {
             let earlier = by_key.entry(key.as_str()).or_default();
             let start = earlier.len().saturating_sub(WINDOW);
@@ -745,19 +753,23 @@ fn former(text: &str, context: &Context) -> BTreeSet<String> {
     former
 }
 
-/// The names of a text that a number follows (`iOS 16.0`, `Postgres 16`, `port 5432`), with the
-/// number: (`ios`, `16.0`).
+/// The names of a text that a number follows (`iOS 16.0`, `Postgres 16`, `port 5432`) or that
+/// it takes to one (`Clojure to 1.12.0`), with the number: (`ios`, `16.0`).
 fn versions(text: &str) -> Vec<(String, String)> {
     let words = dotted_words(text);
-    words
+    let name = |word: &str| {
+        word.chars().all(char::is_alphabetic) && super::similarity::is_content_word(word)
+    };
+    let next = words
         .windows(2)
-        .filter(|pair| {
-            pair[0].chars().all(char::is_alphabetic)
-                && super::similarity::is_content_word(&pair[0])
-                && is_version(&pair[1])
-        })
-        .map(|pair| (pair[0].clone(), pair[1].clone()))
-        .collect()
+        .filter(|pair| name(&pair[0]) && is_version(&pair[1]))
+        .map(|pair| (pair[0].clone(), pair[1].clone()));
+    // A name taken to a version ("bumped Clojure to 1.12.0", "upgraded Node to 22").
+    let taken = words
+        .windows(3)
+        .filter(|run| name(&run[0]) && run[1] == "to" && is_version(&run[2]))
+        .map(|run| (run[0].clone(), run[2].clone()));
+    next.chain(taken).collect()
 }
 
 /// The words of `text`, lowercase, with the dots inside them (`ios`, `16.0`, `v1.29.4`): where
@@ -1299,6 +1311,14 @@ mod tests {
     }
 
     #[test]
+    fn a_change_that_removes_what_a_decision_names_replaces_it() {
+        assert_replaced(
+            "feature flags are read with a YAML loader from config/flags.yaml at startup",
+            "toggles are fetched from the admin API on each request; config/flags.yaml is removed",
+        );
+    }
+
+    #[test]
     fn a_subject_is_read_past_an_aside_and_where_it_lives() {
         assert_replaced(
             "the user's drafts (text, attachments, recipients) are saved in local storage under one key",
@@ -1367,6 +1387,11 @@ mod tests {
             (
                 "Elixir = 1.15 in the mix file, the release the servers run",
                 "we require Elixir 1.17 now, for the new type warnings",
+            ),
+            // A name taken to a version: a package's coordinates name it last.
+            (
+                "the HTTP client is com.squareup.okhttp3/okhttp 4.12.0 in every module",
+                "upgraded OkHttp to 5.0.0 for its coroutine calls; the interceptors followed",
             ),
         ] {
             assert_replaced(older, newer);
