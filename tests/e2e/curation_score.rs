@@ -699,7 +699,7 @@ const FLOORS: &[(&str, Least, [f64; 3], usize, usize)] = &[
     ("blind5", (15, 30), [0.81, 0.60, 0.83], 20, 2),
     ("blind6", (15, 30), [0.99, 0.68, 0.75], 23, 0),
     ("blind7", (15, 25), [0.90, 0.56, 0.85], 25, 3),
-    ("blind9", (10, 20), [0.78, 0.84, 0.78], 32, 4),
+    ("blind9", (10, 20), [0.78, 0.84, 0.78], 34, 4),
 ];
 
 /// Scores the blind log `name` and checks that it holds its floor (see [`FLOORS`]).
@@ -801,7 +801,8 @@ fn curation_score_on_the_seventh_blind_log() {
 /// someone who did not read the rules, and scored once (BENCHMARKS.md): the modes raised its
 /// graduation recall from 0.62 to 0.69. The modes' words were then corrected with it (a real
 /// endpoint is the network, a cache thrown away was stale, a REPL waits for a person), and
-/// general rules on decisions (a name taken to a version; "X is removed" announces a change);
+/// general rules on decisions (a name taken to a version; "X is removed" announces a change; a
+/// copula after "so" or a condition states no subject);
 /// what is asserted is that nothing gets worse than after that. Its labeller counts an editor and a
 /// server left in the foreground as one lesson, where the modes (and the first blind log's
 /// labeller) see two: one line is counted twice.

@@ -5,7 +5,8 @@
 //!   unless each states its subject and what is done to it and the two differ in both ("the
 //!   model to keep is chosen by macro F1", "the test set is scored once per chosen model");
 //! - they are about the same thing: in "X is/are/stays/lives …" decisions (an aside in
-//!   parentheses read past) and "X: …" ones with a short X, the words of the X (what is
+//!   parentheses read past; a copula after "so", "because" or a condition, "once the one
+//!   before it is finished", is not the decision's) and "X: …" ones with a short X, the words of the X (what is
 //!   decided about) share one, amounts, prices and fees being one thing (`prices are
 //!   numeric(12,2)`, `amounts are integer cents`; "state stays local",
 //!   "remote state: an S3 bucket"; a possessor is not the subject: "a hike's distance" is about
@@ -528,20 +529,23 @@ fn spaced(text: &str) -> String {
 /// members there are"): a change said there is not the decision's; one said in a clause after
 /// it is ("…, so gamepads work; no more calls to the old Input class").
 fn decided(text: &str) -> String {
-    let clauses = text.split(';').map(|clause| {
-        let lowered = clause.to_lowercase();
-        let end = CONSEQUENCES
-            .iter()
-            .filter_map(|word| lowered.find(word))
-            .min()
-            .unwrap_or(clause.len());
-        // Lowercasing keeps the byte length of ASCII text; elsewhere the whole clause is kept.
-        clause
-            .get(..end)
-            .filter(|_| lowered.len() == clause.len())
-            .unwrap_or(clause)
-    });
+    let clauses = text.split(';').map(before_consequence);
     clauses.collect::<Vec<_>>().join(";")
+}
+
+/// `clause` up to "so" or "because": what it decides, without why or what comes of it.
+fn before_consequence(clause: &str) -> &str {
+    let lowered = clause.to_lowercase();
+    let end = CONSEQUENCES
+        .iter()
+        .filter_map(|word| lowered.find(word))
+        .min()
+        .unwrap_or(clause.len());
+    // Lowercasing keeps the byte length of ASCII text; elsewhere the whole clause is kept.
+    clause
+        .get(..end)
+        .filter(|_| lowered.len() == clause.len())
+        .unwrap_or(clause)
 }
 
 /// `words` without those that announce a change or negate (`now`, `no`, `more`…): what is
@@ -593,7 +597,7 @@ fn subject(text: &str, context: &Context) -> (BTreeSet<String>, Option<String>) 
     let after = &text[clause.len()..];
     let heading =
         after.starts_with(':') && after[1..].chars().next().is_none_or(char::is_whitespace);
-    match words.iter().position(|w| COPULAS.contains(w)) {
+    match main_copula(&words) {
         Some(copula) => {
             let about = read(&words[..copula]);
             let head = head(&words[..copula]);
@@ -611,12 +615,25 @@ fn subject(text: &str, context: &Context) -> (BTreeSet<String>, Option<String>) 
     }
 }
 
+/// Where the copula of a first clause's `words` is, if it has one before any condition: one
+/// after "once", "when"… is that condition's ("the level select screen shows a level as open
+/// once the one before it is finished" states no subject).
+fn main_copula(words: &[&str]) -> Option<usize> {
+    words
+        .iter()
+        .take_while(|w| !CONDITIONS.contains(w))
+        .position(|w| COPULAS.contains(w))
+}
+
 /// A decision's first clause, where its subject and what is done to it are said: up to the first
-/// `;`, `:`, `—`, `,`, `(` or `=`.
+/// `;`, `:`, `—`, `,`, `(` or `=`, or "so" or "because" ("the window renders at 640x360 so the
+/// UI text stays sharp" says nothing of the text).
 fn first_clause(text: &str) -> &str {
-    text.split([';', ':', '—', ',', '(', '='])
-        .next()
-        .unwrap_or("")
+    before_consequence(
+        text.split([';', ':', '—', ',', '(', '='])
+            .next()
+            .unwrap_or(""),
+    )
 }
 
 /// `text` without what it says in parentheses: an aside does not end the clause it is in ("the
@@ -654,7 +671,7 @@ const PARTICIPLES: &[&str] = &[
 fn action(text: &str, context: &Context) -> Option<String> {
     let lowered = first_clause(&without_asides(text)).to_lowercase();
     let words: Vec<&str> = lowered.split_whitespace().collect();
-    let copula = words.iter().position(|w| COPULAS.contains(w))?;
+    let copula = main_copula(&words)?;
     let next = words[copula + 1..]
         .iter()
         .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
@@ -1308,6 +1325,23 @@ mod tests {
             successors(&items)
         );
         assert_eq!(successor_of(&items, "error responses"), None);
+    }
+
+    #[test]
+    fn a_copula_after_so_or_a_condition_states_no_subject() {
+        for (older, newer) in [
+            (
+                "all text is drawn with the bundled pixel font, outlined in black",
+                "the window renders at 640x360 with canvas items so the UI text stays sharp",
+            ),
+            (
+                "each level is its own scene, loaded by a manager autoload",
+                "the select screen shows a level as open once the one before it is finished",
+            ),
+        ] {
+            let items = older_then(older, newer);
+            assert_eq!(successor_of(&items, older), None, "{older}");
+        }
     }
 
     #[test]
