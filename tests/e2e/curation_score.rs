@@ -697,9 +697,10 @@ const FLOORS: &[(&str, Least, [f64; 3], usize, usize)] = &[
     ("blind3", (15, 30), [0.99, 0.89, 0.87], 30, 1),
     ("blind4", (15, 30), [0.89, 0.85, 0.80], 28, 3),
     ("blind5", (15, 30), [0.81, 0.60, 0.83], 20, 2),
-    ("blind6", (15, 30), [0.99, 0.68, 0.75], 23, 0),
-    ("blind7", (15, 25), [0.90, 0.56, 0.85], 25, 3),
-    ("blind9", (10, 20), [0.78, 0.84, 0.78], 34, 4),
+    ("blind6", (15, 30), [0.99, 0.68, 0.78], 23, 0),
+    ("blind7", (15, 25), [0.90, 0.56, 0.89], 25, 3),
+    ("blind8", (15, 25), [0.78, 0.64, 0.67], 20, 4),
+    ("blind9", (10, 20), [0.78, 0.84, 0.82], 34, 4),
 ];
 
 /// Scores the blind log `name` and checks that it holds its floor (see [`FLOORS`]).
@@ -789,12 +790,20 @@ fn curation_score_on_the_sixth_blind_log() {
 /// to graduate being one lesson told in each mission's tools. General rules came after
 /// (versions differ in any part both give; what the project counts as something is its rule;
 /// failure modes every agent meets, in any tool's words); what is asserted is that nothing
-/// gets worse than after them. (Promotion recall was 0.89 while a server left in the
-/// foreground and a command waiting for a key were wrongly one item; apart, the server's
-/// failure is seen once in its mission.)
+/// gets worse than after them.
 #[test]
 fn curation_score_on_the_seventh_blind_log() {
     holds_its_floor("blind7");
+}
+
+/// The eighth blind log was written after the failure modes and the ninth log's rules were
+/// made, by someone who did not read the rules, and scored once (BENCHMARKS.md): what was made
+/// since this session's start left its graduation as it was (0.79 / 0.65), and on decisions
+/// caught two more superseded ones but lost one current. What is asserted is that nothing gets
+/// worse than that first score.
+#[test]
+fn curation_score_on_the_eighth_blind_log() {
+    holds_its_floor("blind8");
 }
 
 /// The ninth blind log was written after the failure modes were made with the earlier logs, by
@@ -824,7 +833,7 @@ fn curation_score_with_the_agent_judging() {
     let only = std::env::var("CURATION_LOG").ok();
     for name in [
         "main", "holdout", "fresh", "blind", "blind2", "blind3", "blind4", "blind5", "blind6",
-        "blind7", "blind9",
+        "blind7", "blind8", "blind9",
     ] {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;
