@@ -20,21 +20,24 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// Words that carry no subject: dropped before comparing. Negations are kept: `do not X` and `X`
-/// must not look alike. Sorted, for a binary search.
+/// must not look alike. Sorted, for a binary search (kept in lines: rustfmt would put a word of
+/// ten letters or more on each).
+#[rustfmt::skip]
 const STOPWORDS: &[&str] = &[
     "a", "about", "above", "across", "after", "again", "against", "all", "along", "also",
     "although", "always", "am", "among", "an", "and", "any", "are", "as", "at", "be", "because",
     "been", "before", "being", "between", "beyond", "both", "but", "by", "can", "could", "despite",
     "did", "do", "does", "doing", "done", "during", "each", "eg", "else", "etc", "every", "except",
     "for", "from", "get", "gets", "got", "had", "has", "have", "having", "he", "her", "here",
-    "him", "his", "how", "i", "ie", "if", "in", "instead", "into", "is", "it", "its", "just",
-    "let", "make", "makes", "me", "more", "most", "must", "my", "need", "needs", "of", "on",
-    "once", "only", "or", "other", "our", "out", "over", "own", "per", "same", "she", "should",
-    "since", "so", "some", "such", "sure", "than", "that", "the", "their", "them", "then", "there",
-    "these", "they", "this", "those", "though", "through", "to", "too", "toward", "towards",
-    "unless", "unlike", "until", "up", "upon", "us", "use", "used", "uses", "using", "very", "via",
-    "was", "we", "were", "what", "when", "where", "whether", "which", "while", "who", "why",
-    "will", "with", "within", "would", "you", "your",
+    "herself", "him", "himself", "his", "how", "i", "ie", "if", "in", "instead", "into", "is", "it",
+    "its", "itself", "just", "let", "make", "makes", "me", "more", "most", "must", "my", "myself",
+    "need", "needs", "of", "on", "once", "only", "or", "other", "our", "ourselves", "out", "over",
+    "own", "per", "same", "she", "should", "since", "so", "some", "such", "sure", "than", "that",
+    "the", "their", "them", "themselves", "then", "there", "these", "they", "this", "those",
+    "though", "through", "to", "too", "toward", "towards", "unless", "unlike", "until", "up",
+    "upon", "us", "use", "used", "uses", "using", "very", "via", "was", "we", "were", "what",
+    "when", "where", "whether", "which", "while", "who", "why", "will", "with", "within", "would",
+    "you", "your", "yourself", "yourselves",
 ];
 
 /// What a specific token names.

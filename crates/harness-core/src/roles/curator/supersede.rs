@@ -659,6 +659,9 @@ const PREPOSITIONS: &[&str] = &[
 ];
 
 /// Common irregular past participles. Sorted.
+/// What [`action`] says is done to a subject kept somewhere or somehow: one thing, whatever the
+/// word ("stored", "kept", "lives in").
+const KEPT: &str = "<kept>";
 const PARTICIPLES: &[&str] = &[
     "bound", "brought", "built", "chosen", "done", "drawn", "driven", "given", "held", "hidden",
     "kept", "known", "left", "made", "put", "read", "run", "seen", "sent", "set", "shown", "split",
@@ -672,6 +675,14 @@ fn action(text: &str, context: &Context) -> Option<String> {
     let lowered = first_clause(&without_asides(text)).to_lowercase();
     let words: Vec<&str> = lowered.split_whitespace().collect();
     let copula = main_copula(&words)?;
+    // Where or how a thing is kept says what it is, as the copula does: "readings are stored
+    // as specific gravity", "readings are kept in degrees Plato", "drafts live in IndexedDB"
+    // are one thing done to it, and another than "a draft is autosaved every minute".
+    const KEEPING: &[&str] = &["held", "kept", "persisted", "recorded", "saved", "stored"];
+    let kept = || Some(KEPT.to_string());
+    if matches!(words[copula], "live" | "lives") {
+        return kept();
+    }
     let next = words[copula + 1..]
         .iter()
         .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
@@ -685,10 +696,10 @@ fn action(text: &str, context: &Context) -> Option<String> {
         })?;
     let participle =
         (next.len() > 4 && next.ends_with("ed")) || PARTICIPLES.binary_search(&next).is_ok();
-    // Where or how a thing is kept says what it is, as the copula does: "readings are stored
-    // as specific gravity", "readings are kept in degrees Plato".
-    const KEEPING: &[&str] = &["held", "kept", "persisted", "recorded", "saved", "stored"];
-    if !participle || KEEPING.contains(&next) {
+    if KEEPING.contains(&next) {
+        return kept();
+    }
+    if !participle {
         return None;
     }
     super::similarity::read_words(next, context).words.pop()
@@ -1148,8 +1159,12 @@ mod tests {
             Some("round")
         );
         assert_eq!(
-            action("prices are stored as cents", &Context::default()),
-            None
+            action("prices are stored as cents", &Context::default()).as_deref(),
+            Some(KEPT)
+        );
+        assert_eq!(
+            action("drafts live in IndexedDB", &Context::default()).as_deref(),
+            Some(KEPT)
         );
         assert_eq!(
             action("the database is Postgres", &Context::default()),
@@ -1353,6 +1368,23 @@ mod tests {
     }
 
     #[test]
+    fn a_pronoun_is_no_rare_word_two_decisions_share() {
+        let items = grouped(
+            "[2026-04-24T09:00:00Z] worker F-001 LESSON: highlights on a page are drawn as marks\n\
+             [2026-04-24T09:30:00Z] worker F-002 TRICK: the panel lists the highlights of a page\n\
+             [2026-04-24T09:45:00Z] worker F-003 AVOID: highlights across two elements break\n\
+             [2026-04-24T10:00:00Z] worker F-001 DECISION: highlights must come back by themselves when a page opens again, so the script is declared in the manifest\n\
+             [2026-04-25T10:00:00Z] worker F-004 DECISION: the highlights themselves now live in local storage, one key per site\n",
+        );
+        assert_eq!(
+            successor_of(&items, "highlights must come back"),
+            None,
+            "{:?}",
+            successors(&items)
+        );
+    }
+
+    #[test]
     fn a_subject_is_read_past_an_aside_and_where_it_lives() {
         assert_replaced(
             "the user's drafts (text, attachments, recipients) are saved in local storage under one key",
@@ -1365,6 +1397,18 @@ mod tests {
         assert_replaced(
             "sensor temperatures are stored as tenths of a degree Celsius in an integer",
             "from this release on the temperatures are kept in kelvin, as floats",
+        );
+        // But it is another thing than what else is done to it.
+        let older = "a highlight is anchored by its exact text with some context around it";
+        let items = older_then(
+            older,
+            "the highlights live in local storage, one key per page",
+        );
+        assert_eq!(
+            successor_of(&items, older),
+            None,
+            "{:?}",
+            successors(&items)
         );
     }
 
