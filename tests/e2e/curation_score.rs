@@ -699,7 +699,7 @@ const FLOORS: &[(&str, Least, [f64; 3], usize, usize)] = &[
     ("blind5", (15, 30), [0.81, 0.60, 0.83], 20, 2),
     ("blind6", (15, 30), [0.99, 0.68, 0.78], 23, 0),
     ("blind7", (15, 25), [0.90, 0.56, 0.89], 25, 3),
-    ("blind8", (15, 25), [0.78, 0.64, 0.67], 22, 4),
+    ("blind8", (15, 25), [0.80, 0.76, 0.67], 22, 3),
     ("blind9", (10, 20), [0.78, 0.84, 0.82], 34, 4),
 ];
 
@@ -799,9 +799,10 @@ fn curation_score_on_the_seventh_blind_log() {
 /// The eighth blind log was written after the failure modes and the ninth log's rules were
 /// made, by someone who did not read the rules, and scored once (BENCHMARKS.md): what was made
 /// since this session's start left its graduation as it was (0.79 / 0.65), and on decisions
-/// caught two more superseded ones but lost one current. General rules on decisions came after
-/// (where a thing lives is another thing than what else is done to it; a pronoun is no rare
-/// word); what is asserted is that nothing gets worse than after them.
+/// caught two more superseded ones but lost one current. General rules came after (where a
+/// thing lives is another thing than what else is done to it; a pronoun is no rare word; "as
+/// well" in a later clause adds nothing to other decisions; more words of the failure modes);
+/// what is asserted is that nothing gets worse than after them.
 #[test]
 fn curation_score_on_the_eighth_blind_log() {
     holds_its_floor("blind8");

@@ -43,8 +43,8 @@ pub const MODES: &[Mode] = &[
     Mode {
         phrase: "<server in the foreground>",
         lesson: "a server or a watcher started in the foreground never returns and holds the \
-                 iteration until its timeout: start it in the background, keep its pid and stop \
-                 it when done",
+                 iteration until its timeout: run a watcher's one-shot form, and start a server \
+                 in the background, keep its pid and stop it when done",
         tells: |w| w.held() && w.has(SERVING),
     },
     Mode {
@@ -88,12 +88,17 @@ const HELD: &[&str] = &[
     "hang", "hanging", "hangs", "hung", "stuck", "timed", "timeout", "wait", "waited", "waiting",
     "waits",
 ];
-const HELD_PHRASES: &[&[&str]] = &[&["sat", "there"], &["nothing", "happened"]];
+const HELD_PHRASES: &[&[&str]] = &[
+    &["sat", "there"],
+    &["nothing", "happened"],
+    &["keeps", "running"],
+    &["keeps", "watching"],
+];
 /// Where output waits for a key.
 const PAGER: &[&str] = &["less", "pager"];
 /// What did not happen to a command that was held ("never returned").
 const NEVER: &[&str] = &[
-    "came", "ended", "ends", "exited", "exits", "finished", "gave", "returned", "returns",
+    "came", "ended", "ends", "exited", "exits", "finished", "gave", "gives", "returned", "returns",
     "stopped",
 ];
 /// A question a command asked, or what else waits for a person's keys.
@@ -183,7 +188,7 @@ const CACHED: &[&str] = &[
 ];
 const CLEARED: &[&str] = &[
     "clean", "cleaned", "cleared", "clearing", "deleted", "deleting", "flushed", "purged",
-    "removed", "wiped",
+    "removed", "rm", "wiped",
 ];
 const BUILT: &[&str] = &[
     "build",
@@ -349,6 +354,7 @@ mod tests {
             "mkdocs serve to look at the page never returned",
             "tsc --watch never exited and the iteration timed out",
             "compose up stayed attached to the logs and sat there until the timeout",
+            "dune test -w keeps watching the files and never gives the shell back",
         ] {
             assert_eq!(phrase(text), Some("<server in the foreground>"), "{text}");
         }
@@ -408,6 +414,7 @@ mod tests {
             "after the rename the tests still ran the old compiled module; clearing the cache fixed it",
             "the build kept linking an old object after the file was removed; a clean rebuild fixed it",
             "the new alias was unknown until the tool threw away the cached classpath",
+            "CMake kept the library it had cached in CMakeCache.txt; rm -rf build fixed it",
         ] {
             assert_eq!(phrase(text), Some("<stale build cache>"), "{text}");
         }

@@ -41,7 +41,7 @@
 //!   it names that subject (a word of it, or one that begins or is begun by one: "time" for
 //!   "timestamps") or another version of it.
 //!
-//! A decision that adds to others ("also", "too", "as well"; "X joins Y" in its first clause),
+//! A decision that adds to others ("also", "too", "as well", "X joins Y", in its first clause),
 //! or says what is done in one case
 //! ("until the user signs in, …"), replaces none. A decision that replaces one on its subject or
 //! in its words replaces no other by the change it announces: the change is that one. The
@@ -98,7 +98,9 @@ const CHANGES: &[&str] = &[
 ];
 /// Words that open what comes of a decision or why it is taken (with the spaces around them).
 const CONSEQUENCES: &[&str] = &[" because ", " so "];
-/// Words that say a decision adds to earlier ones.
+/// Words that say, in a decision's first clause, that it adds to earlier ones ("the Input Map
+/// also binds a gamepad"); said later, they tell of what else follows from it ("…, and CI says
+/// 5.2 as well").
 const ADDITIONS: &[&str] = &["additionally", "also", "as well", "in addition", "too"];
 /// Words that say, in a decision's first clause, that what it decides joins what was decided
 /// before ("credit card joins iDEAL and Bancontact at checkout"); said later, they tell of
@@ -161,7 +163,6 @@ impl Decision {
     /// What the rules need to know of `item`, but its words (see [`Decision::weigh`]).
     fn of(item: &Item, context: &Context) -> Self {
         let text = &item.text;
-        let lowered = spaced(text);
         let has_in = |lowered: &str, phrases: &[&str]| {
             phrases.iter().any(|p| {
                 lowered.match_indices(p).any(|(at, _)| {
@@ -169,8 +170,8 @@ impl Decision {
                 })
             })
         };
-        let has = |phrases: &[&str]| has_in(&lowered, phrases);
         let decided = spaced(&decided(text));
+        let first = spaced(first_clause(text));
         let (about, head) = subject(text, context);
         let prose = prose(text, context);
         Self {
@@ -184,9 +185,7 @@ impl Decision {
             acronyms: acronyms(text),
             initials: BTreeSet::new(),
             changes: has_in(&decided, CHANGES),
-            adds: has(ADDITIONS)
-                || has_in(&spaced(first_clause(text)), JOINING)
-                || conditional(text),
+            adds: has_in(&first, ADDITIONS) || has_in(&first, JOINING) || conditional(text),
             weighted: Vec::new(),
             rare: BTreeSet::new(),
             topical: BTreeSet::new(),
@@ -1357,6 +1356,17 @@ mod tests {
             let items = older_then(older, newer);
             assert_eq!(successor_of(&items, older), None, "{older}");
         }
+    }
+
+    #[test]
+    fn an_addition_said_after_the_first_clause_adds_to_the_decision_only() {
+        assert_replaced(
+            "the toolchain is Go 1.22 from the official tarball",
+            "moved the toolchain to Go 1.23; the Dockerfile and CI use it as well",
+        );
+        let older = "the Input Map binds the keyboard: arrows move, space jumps";
+        let items = older_then(older, "the Input Map also binds a gamepad: the stick moves");
+        assert_eq!(successor_of(&items, older), None);
     }
 
     #[test]
