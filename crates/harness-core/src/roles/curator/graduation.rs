@@ -16,7 +16,8 @@
 //!   effect, "the iteration hung until the timeout", in whatever tool's words around it) or
 //!   tells the same [failure mode](super::modes) (a command held at a question, a server left
 //!   in the foreground, a test that needed the network or read the real clock…), but not when
-//!   the two tell different modes; a failure mode graduates in the mode's own general words;
+//!   the two tell different modes; a failure mode whose missions' wordings name each its own
+//!   tools graduates in the mode's own general words;
 //!
 //! and only when it is general and has a wording that names nothing of one mission
 //! ([hygiene](super::hygiene)).
@@ -648,14 +649,11 @@ fn earned(
     }
     if missions.len() >= params.graduate_failure_missions {
         let needed = Needed::Missions(params.graduate_failure_missions);
-        // A failure mode every agent meets, told in each mission's own tools, graduates in the
-        // mode's general words: each mission's wording names its own tools and values. The
-        // agent's general wording, when it gave one, is the item's own.
+        // A failure mode every agent meets, told in each mission's own tools, may have no
+        // general wording among the missions' own (each names its own tools and values): it
+        // graduates in the mode's general words.
         let told = || mode_lesson(item, recurrence, matched, params.graduate_failure_missions);
-        let chosen = match general {
-            Some(_) => wording(needed).or_else(told),
-            None => told().or_else(|| wording(needed)),
-        };
+        let chosen = wording(needed).or_else(told);
         if let Some(wording) = chosen {
             let what = if item.kind == Kind::Avoid {
                 "failure mode"
@@ -1145,16 +1143,22 @@ mod tests {
     fn a_lesson_like_a_failure_graduated_in_its_modes_words_is_known() {
         let first = items_of(
             "[2026-04-24T10:00:00Z] worker F-4 FAIL: ran anvil in the foreground to try the \
-             transfer, and the iteration waited on it until the timeout\n",
+             transfer, and the iteration waited on it until the timeout; see scripts/try.sh\n",
         );
+        // Neither wording is general (an address, a path of one mission): the line is in the
+        // mode's words.
         let second = items_of(
-            "[2026-05-02T10:00:00Z] worker F-3 FAIL: cabal run api-server to look at an \
-             endpoint never came back; a server holds a job for ever\n",
+            "[2026-05-02T10:00:00Z] worker F-3 FAIL: cabal run api-server to look at /v1/gyms \
+             never came back; a server holds a job for ever\n",
         );
         let (_, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
         let (done, ledger) = graduated_in("m-2", &second, &ledger, None);
         assert_eq!(done.len(), 1, "{done:?}");
-        assert!(modes::lesson_of(&done[0].line[2..done[0].line.find(" <!--").unwrap()]).is_some());
+        assert!(
+            modes::lesson_of(&done[0].line[2..done[0].line.find(" <!--").unwrap()]).is_some(),
+            "{}",
+            done[0].line
+        );
         // A lesson of a third mission, like the first's failure in its words: that knowledge.
         let third = items_of(
             "[2026-06-02T10:00:00Z] worker F-2 LESSON: ran anvil in the background to try the \
