@@ -652,9 +652,8 @@ fn earned(
         // A failure mode every agent meets, told in each mission's own tools, may have no
         // general wording among the missions' own (each names its own tools and values): it
         // graduates in the mode's general words.
-        let told = || mode_lesson(item, recurrence, matched, params.graduate_failure_missions);
-        let chosen = wording(needed).or_else(told);
-        if let Some(wording) = chosen {
+        let lesson = || mode_lesson(item, recurrence, matched, params.graduate_failure_missions);
+        if let Some(wording) = wording(needed).or_else(lesson) {
             let what = if item.kind == Kind::Avoid {
                 "failure mode"
             } else {
@@ -700,7 +699,7 @@ fn mode_lesson(
     if item.kind != Kind::Avoid {
         return None;
     }
-    let told: BTreeSet<&str> = hygiene::wordings(item)
+    let tells: BTreeSet<&str> = hygiene::wordings(item)
         .iter()
         .filter_map(|(text, ..)| told_phrase(text))
         .collect();
@@ -711,7 +710,7 @@ fn mode_lesson(
             .map(|r| r.mission.as_str())
             .chain([recurrence.mission.as_str()])
             .collect();
-        told.contains(mode.phrase) && with.len() >= missions
+        tells.contains(mode.phrase) && with.len() >= missions
     })?;
     Some(mode.lesson.to_string())
 }
