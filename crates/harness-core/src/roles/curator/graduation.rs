@@ -1144,7 +1144,7 @@ mod tests {
             "[2026-04-24T10:00:00Z] worker F-4 FAIL: ran anvil in the foreground to try the \
              transfer, and the iteration waited on it until the timeout; see scripts/try.sh\n",
         );
-        // Neither wording is general (an address, a path of one mission): the line is in the
+        // Neither wording is general (each names a path of its mission): the line is in the
         // mode's words.
         let second = items_of(
             "[2026-05-02T10:00:00Z] worker F-3 FAIL: cabal run api-server to look at /v1/gyms \

@@ -4,42 +4,42 @@
 //! - their words are alike: similarity at the `supersede` threshold (as the join finds them),
 //!   unless each states its subject and what is done to it and the two differ in both ("the
 //!   model to keep is chosen by macro F1", "the test set is scored once per chosen model");
-//! - they are about the same thing: in "X is/are/stays/lives …" decisions (an aside in
-//!   parentheses read past; a copula after "so", "because" or a condition, "once the one
-//!   before it is finished", is not the decision's) and "X: …" ones with a short X, the words of the X (what is
+//! - they are about the same thing: in "X is/are/stays/lives …" decisions (an aside in parentheses
+//!   read past; a copula after "so", "because" or a condition, "once the one before it is
+//!   finished", is not the decision's) and "X: …" ones with a short X, the words of the X (what is
 //!   decided about) share one, amounts, prices and fees being one thing (`prices are
-//!   numeric(12,2)`, `amounts are integer cents`; "state stays local",
-//!   "remote state: an S3 bucket"; a possessor is not the subject: "a hike's distance" is about
-//!   the distance, not the hikes; a word shared is the head of one of the two X, not only a
-//!   modifier: "tide curves" and "tide alerts" are two things), or one is the acronym of the
-//!   other's words (`MSRV`, "the minimum supported Rust version"), or they give one name two
-//!   versions, which differ in a part both give ("GHC 9.6.6", "the compiler is GHC 9.8.4",
-//!   "bumped GHC to 9.10.1"; not "Postgres 16" and "Postgres 16.2"); but not when each says a
-//!   different thing is done to it ("tiles are decoded with libpng", "tiles are re-encoded as
-//!   WebP": what a decision says is done to its subject, the participle after the copula, is
-//!   part of that subject, negated or not: "accounts are never deleted", "archived accounts are
-//!   hidden by a query filter"; where or how it is kept is not: "readings are stored as
-//!   specific gravity", "readings are kept in degrees Plato");
+//!   numeric(12,2)`, `amounts are integer cents`; "state stays local", "remote state: an S3
+//!   bucket"; a possessor is not the subject: "a hike's distance" is about the distance, not the
+//!   hikes; a word shared is the head of one of the two X, not only a modifier: "tide curves" and
+//!   "tide alerts" are two things), or one is the acronym of the other's words (`MSRV`, "the
+//!   minimum supported Rust version"), or they give one name two versions, which differ in a part
+//!   both give ("GHC 9.6.6", "the compiler is GHC 9.8.4", "bumped GHC to 9.10.1"; not "Postgres 16"
+//!   and "Postgres 16.2"); but not when each says a different thing is done to it ("tiles are
+//!   decoded with libpng", "tiles are re-encoded as WebP": what a decision says is done to its
+//!   subject, the participle after the copula, is part of that subject, negated or not: "accounts
+//!   are never deleted", "archived accounts are hidden by a query filter"; where or how it is kept
+//!   is one thing, whatever its word: "readings are stored as specific gravity", "readings are
+//!   kept in degrees Plato", "drafts live in IndexedDB", and another than "a highlight is
+//!   anchored by its text");
 //! - one states no subject and names every word of the subject of two words or more that the
 //!   other states ("parcels get bigint primary keys", "every table's primary key is a UUIDv7"),
 //!   in prose: a word inside code (`{:shift_changed, shift_id}`) names what the code carries;
 //!   and one that states no subject is alike in words only if it is outside its code too;
 //! - the newer says that it changes something ("now", "instead of", "no more", "moved to",
-//!   "replaces", "is removed"…) and names what is rare in the older (a word of at most [`RARE`] items, such
-//!   as the tool it replaces), or is like it (a weighted similarity of [`MARKED_SIMILARITY`] or
-//!   more), or gives a name of it another number (the same thing at another version: "the
-//!   deployment target is iOS 16.0", "the app now needs iOS 17"; a release of three parts
-//!   needs no name: "the schemas are those of 1.27.0", "the oldest cluster is now 1.29: kind
-//!   runs v1.29.4"), or turns it around (it uses
-//!   what the older excluded, "no autocast" then "runs under torch.autocast", or excludes what
-//!   the older did, "throwing an Error" then "nothing throws any more"): "time handling moves
-//!   to jiff: chrono cannot…" replaces "timestamps are parsed with chrono", or names what the
-//!   older says and calls it old ("the old header is no longer read"). When it says what it
-//!   replaces ("no more SMTP", "instead of stored keys"), it replaces only a decision that names
-//!   it. A change said after "so" or "because" in the same clause is what comes of the
-//!   decision, not one it announces. It replaces a decision that states its subject only if
-//!   it names that subject (a word of it, or one that begins or is begun by one: "time" for
-//!   "timestamps") or another version of it.
+//!   "replaces", "is removed"…) and names what is rare in the older (a word of at most [`RARE`]
+//!   items, such as the tool it replaces), or is like it (a weighted similarity of
+//!   [`MARKED_SIMILARITY`] or more), or gives a name of it another number (the same thing at
+//!   another version: "the deployment target is iOS 16.0", "the app now needs iOS 17"; a release of
+//!   three parts needs no name: "the schemas are those of 1.27.0", "the oldest cluster is now 1.29:
+//!   kind runs v1.29.4"), or turns it around (it uses what the older excluded, "no autocast" then
+//!   "runs under torch.autocast", or excludes what the older did, "throwing an Error" then "nothing
+//!   throws any more"): "time handling moves to jiff: chrono cannot…" replaces "timestamps are
+//!   parsed with chrono", or names what the older says and calls it old ("the old header is no
+//!   longer read"). When it says what it replaces ("no more SMTP", "instead of stored keys"), it
+//!   replaces only a decision that names it. A change said after "so" or "because" in the same
+//!   clause is what comes of the decision, not one it announces. It replaces a decision that states
+//!   its subject only if it names that subject (a word of it, or one that begins or is begun by
+//!   one: "time" for "timestamps") or another version of it.
 //!
 //! A decision that adds to others ("also", "too", "as well", "X joins Y", in its first clause),
 //! or says what is done in one case
