@@ -234,6 +234,9 @@ fn join_by_mode(sets: &mut join::DisjointSets, members: &[usize], mode_of: &[Opt
     }
 }
 
+/// How many failures of each mode a node of a group split by mode is compared with.
+const COMPARED_PER_MODE: usize = 8;
+
 /// Splits each group (`group_of`, by member node) whose failures tell two failure modes or
 /// more (`mode_of`, by member number): one lesson is not two modes, however alike their words
 /// ("anvil in the foreground held the iteration until the timeout", "cast wallet import sat
@@ -258,20 +261,30 @@ fn apart_by_mode(
         if distinct.len() < 2 {
             continue;
         }
+        // Each other node is compared with the first failures of each mode only: a group of
+        // thousands is split in time linear in its size.
+        let mut compared: Vec<(usize, &str)> = Vec::new();
+        for mode in &distinct {
+            let of_mode = told.iter().filter(|(_, m)| m == mode);
+            compared.extend(of_mode.take(COMPARED_PER_MODE));
+        }
+        // Each mode's group is named by its first failure's node.
+        let mut first_of: HashMap<&str, usize> = HashMap::new();
+        for (number, mode) in &told {
+            first_of.entry(mode).or_insert(*number);
+        }
         for &number in numbers {
             let mode = match mode_of[number] {
                 Some(mode) => mode,
                 None => {
                     let likeness = |n: usize| similarity(&ids[number], &ids[n]);
-                    let like = told
+                    let like = compared
                         .iter()
                         .max_by(|a, b| likeness(a.0).total_cmp(&likeness(b.0)));
                     like.expect("two failures of a mode").1
                 }
             };
-            // Each mode's group is named by its first failure's node.
-            let first = told.iter().find(|(_, m)| *m == mode).expect("told").0;
-            group_of[members[number]] = members[first];
+            group_of[members[number]] = members[first_of[mode]];
         }
     }
 }

@@ -14,7 +14,7 @@ pub struct Mode {
     /// What to do, in words that name no project and no tool of one ecosystem.
     pub lesson: &'static str,
     /// Whether a failure's words tell it.
-    tells: fn(&Words) -> bool,
+    tells: fn(&Words<'_>) -> bool,
 }
 
 /// The failure modes, in the order they are asked: a text tells the first whose words it has.
@@ -32,7 +32,7 @@ pub const MODES: &[Mode] = &[
         lesson: "a command that waits for a person (a question, a password, an editor, a \
                  full-screen menu) waits until the iteration's timeout: use its \
                  non-interactive flags or give the answer in advance",
-        tells: |w| w.held() && (w.has(ASKED) || w.quoted_question),
+        tells: |w| w.held() && (w.has(ASKED) || w.quoted_question()),
     },
     Mode {
         phrase: "<no network>",
@@ -51,7 +51,7 @@ pub const MODES: &[Mode] = &[
         phrase: "<real clock>",
         lesson: "a test that reads the real clock or today's date fails at midnight, across a \
                  time zone or between two readings: pass the time in, or freeze it",
-        tells: |w| w.has(CLOCK) || w.has_phrase(CLOCK_PHRASES) || w.reads_now,
+        tells: |w| w.has(CLOCK) || w.has_phrase(CLOCK_PHRASES) || w.reads_now(),
     },
     Mode {
         phrase: "<stale build cache>",
@@ -239,65 +239,91 @@ const EXPOSED: &[&str] = &[
     "staged",
 ];
 
-/// The words of a failure, as the modes read them.
-pub struct Words {
-    /// Lowercase runs of letters and digits, a camel-case name split into its words
-    /// (`getCurrentTime`: get, current, time).
-    words: Vec<String>,
-    /// A question quoted as the tool printed it (`"Overwrite? [y/N]"`).
-    quoted_question: bool,
-    /// A call that reads the present (`Date.now()`, `datetime.now`, `Dates.today()`).
-    reads_now: bool,
+/// The words of a failure, as the modes read them: its runs of letters and digits, lowercase,
+/// a camel-case name split into its words (`getCurrentTime`: get, current, time). Read in one
+/// pass into one string: every failure of a large log is read.
+pub struct Words<'t> {
+    text: &'t str,
+    lower: String,
+    /// Where each word is in `lower`.
+    spans: Vec<(usize, usize)>,
 }
 
-impl Words {
-    fn of(text: &str) -> Self {
-        let mut words = Vec::new();
-        for run in text.split(|c: char| !c.is_alphanumeric()) {
-            let mut start = 0;
-            let chars: Vec<(usize, char)> = run.char_indices().collect();
-            for pair in chars.windows(2) {
-                if pair[0].1.is_lowercase() && pair[1].1.is_uppercase() {
-                    words.push(run[start..pair[1].0].to_lowercase());
-                    start = pair[1].0;
+impl<'t> Words<'t> {
+    fn of(text: &'t str) -> Self {
+        let mut lower = String::with_capacity(text.len());
+        let mut spans = Vec::new();
+        let mut start = None;
+        let mut previous = ' ';
+        for c in text.chars() {
+            let camel = previous.is_lowercase() && c.is_uppercase();
+            if !c.is_alphanumeric() || camel {
+                if let Some(at) = start.take() {
+                    spans.push((at, lower.len()));
                 }
             }
-            if start < run.len() {
-                words.push(run[start..].to_lowercase());
+            if c.is_alphanumeric() {
+                start.get_or_insert(lower.len());
+                lower.extend(c.to_lowercase());
             }
+            previous = c;
         }
-        let lower = text.to_lowercase();
-        Self {
-            words,
-            quoted_question: ["?\"", "?'", "\"?", "? [", "? ("]
-                .iter()
-                .any(|mark| text.contains(mark)),
-            reads_now: NOW.iter().any(|call| lower.contains(call)),
+        if let Some(at) = start {
+            spans.push((at, lower.len()));
         }
+        Self { text, lower, spans }
+    }
+
+    /// Its words, in order.
+    fn words(&self) -> impl Iterator<Item = &str> + Clone {
+        (0..self.spans.len()).map(|at| self.word(at))
     }
 
     /// Whether it has a word of `set`.
     fn has(&self, set: &[&str]) -> bool {
-        self.words.iter().any(|w| set.contains(&w.as_str()))
+        self.words().any(|w| set.contains(&w))
+    }
+
+    /// Its word at `at`.
+    fn word(&self, at: usize) -> &str {
+        let (from, to) = self.spans[at];
+        &self.lower[from..to]
     }
 
     /// Whether it has one of `phrases`, its words in a row.
     fn has_phrase(&self, phrases: &[&[&str]]) -> bool {
         phrases.iter().any(|phrase| {
-            self.words
-                .windows(phrase.len())
-                .any(|run| run.iter().zip(*phrase).all(|(w, p)| w == p))
+            let starts = (self.spans.len() + 1).saturating_sub(phrase.len());
+            (0..starts).any(|at| {
+                phrase
+                    .iter()
+                    .enumerate()
+                    .all(|(k, p)| self.word(at + k) == *p)
+            })
         })
     }
 
     /// Whether a command or the iteration was held: it waited, or never returned.
     fn held(&self) -> bool {
+        let mut pairs = self.words().zip(self.words().skip(1));
         self.has(HELD)
             || self.has_phrase(HELD_PHRASES)
-            || self
-                .words
-                .windows(2)
-                .any(|pair| pair[0] == "never" && NEVER.contains(&pair[1].as_str()))
+            || pairs.any(|(first, second)| first == "never" && NEVER.contains(&second))
+    }
+
+    /// A question quoted as the tool printed it (`"Overwrite? [y/N]"`).
+    fn quoted_question(&self) -> bool {
+        ["?\"", "?'", "\"?", "? [", "? ("]
+            .iter()
+            .any(|mark| self.text.contains(mark))
+    }
+
+    /// A call that reads the present (`Date.now()`, `datetime.now`, `Dates.today()`).
+    fn reads_now(&self) -> bool {
+        self.has(&["date", "now", "timestamp", "today", "utcnow"])
+            && NOW
+                .iter()
+                .any(|call| self.text.to_lowercase().contains(call))
     }
 }
 
