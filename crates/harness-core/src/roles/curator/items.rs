@@ -248,9 +248,25 @@ fn apart_by_mode(
     mode_of: &[Option<&str>],
     ids: &[Vec<u32>],
 ) {
+    // Only the groups whose failures tell two modes are read whole (most tell one or none).
+    let mut modes_in: HashMap<usize, BTreeSet<&str>> = HashMap::new();
+    for (number, mode) in mode_of.iter().enumerate() {
+        if let Some(mode) = mode {
+            modes_in
+                .entry(group_of[members[number]])
+                .or_default()
+                .insert(mode);
+        }
+    }
+    modes_in.retain(|_, modes| modes.len() >= 2);
+    if modes_in.is_empty() {
+        return;
+    }
     let mut by_group: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for (number, &member) in members.iter().enumerate() {
-        by_group.entry(group_of[member]).or_default().push(number);
+        if modes_in.contains_key(&group_of[member]) {
+            by_group.entry(group_of[member]).or_default().push(number);
+        }
     }
     for numbers in by_group.values() {
         let told: Vec<(usize, &str)> = numbers
