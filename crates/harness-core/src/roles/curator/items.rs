@@ -268,19 +268,15 @@ fn apart_by_mode(
             by_group.entry(group_of[member]).or_default().push(number);
         }
     }
-    for numbers in by_group.values() {
+    for (group, numbers) in &by_group {
         let told: Vec<(usize, &str)> = numbers
             .iter()
             .filter_map(|&n| mode_of[n].map(|mode| (n, mode)))
             .collect();
-        let distinct: BTreeSet<&str> = told.iter().map(|(_, mode)| *mode).collect();
-        if distinct.len() < 2 {
-            continue;
-        }
         // Each other node is compared with the first failures of each mode only: a group of
         // thousands is split in time linear in its size.
         let mut compared: Vec<(usize, &str)> = Vec::new();
-        for mode in &distinct {
+        for mode in &modes_in[group] {
             let of_mode = told.iter().filter(|(_, m)| m == mode);
             compared.extend(of_mode.take(COMPARED_PER_MODE));
         }
