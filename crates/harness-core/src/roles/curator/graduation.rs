@@ -184,6 +184,15 @@ fn told_phrase(text: &str) -> Option<&'static str> {
     modes::told(text).map(|mode| mode.phrase)
 }
 
+/// The phrase of the failure mode among a text's [phrases](hygiene::phrases), which hold it:
+/// read from them, not again from the text.
+fn mode_among(phrases: &BTreeSet<String>) -> Option<&'static str> {
+    modes::MODES
+        .iter()
+        .map(|mode| mode.phrase)
+        .find(|phrase| phrases.contains(*phrase))
+}
+
 /// One item of another mission in the ledger, as the matching needs it.
 #[derive(Debug, Clone)]
 struct Recorded {
@@ -242,10 +251,7 @@ impl Recurrence {
                     failure,
                     mission: id.clone(),
                     id: item.id.clone(),
-                    modes: match failure {
-                        true => texts.iter().filter_map(|t| told_phrase(t)).collect(),
-                        false => BTreeSet::new(),
-                    },
+                    modes: BTreeSet::new(),
                     texts,
                     context: contexts.len() - 1,
                 });
@@ -260,9 +266,13 @@ impl Recurrence {
             }
         }
         let mut phrases: HashMap<String, Vec<usize>> = HashMap::new();
-        for (number, r) in recorded.iter().enumerate().filter(|(_, r)| r.failure) {
-            for phrase in r.texts.iter().flat_map(|text| hygiene::phrases(text)) {
-                phrases.entry(phrase).or_default().push(number);
+        for (number, r) in recorded.iter_mut().enumerate().filter(|(_, r)| r.failure) {
+            for text in &r.texts {
+                let said = hygiene::phrases(text);
+                r.modes.extend(mode_among(&said));
+                for phrase in said {
+                    phrases.entry(phrase).or_default().push(number);
+                }
             }
         }
         let vocabulary = Vocabulary::new(words.iter().map(Vec::as_slice));
@@ -308,10 +318,11 @@ impl Recurrence {
             // But two failures that tell different modes (a server left in the foreground, an
             // editor waiting for a message) are two, whatever effect they share.
             if item.kind == Kind::Avoid {
-                let mode = told_phrase(text);
+                let said = hygiene::phrases(text);
+                let mode = mode_among(&said);
                 let agrees =
                     |r: &Recorded| mode.map_or(r.modes.is_empty(), |m| r.modes.contains(m));
-                for phrase in hygiene::phrases(text) {
+                for phrase in said {
                     let hits = self.phrases.get(&phrase).into_iter().flatten();
                     found.extend(hits.filter(|number| agrees(&self.recorded[**number])));
                 }
