@@ -38,7 +38,7 @@ use crate::base::hash;
 use crate::base::text::cut;
 use crate::base::time::{self, Timestamp};
 use crate::spec::role::Role;
-use crate::state::memory::GRADUATED_COMMENT;
+use crate::state::memory::{Tag, GRADUATED_COMMENT};
 
 use document::{bullet_line, marker_ids, size, Document, Layer};
 use graduation::{Graduation, Identities, Ledger, Recurrence};
@@ -502,12 +502,14 @@ fn log_context(project: &str, lines: &[&log::Line]) -> Context {
         .filter_map(|line| line.entry.as_ref().ok())
         .filter_map(|entry| entry.feature.as_ref().map(|f| f.as_str()))
         .collect();
-    Context::new(project, features).with_directories_of(
-        lines
-            .iter()
-            .filter_map(|line| line.entry.as_ref().ok())
-            .map(|entry| entry.text.as_str()),
-    )
+    let entries = || lines.iter().filter_map(|line| line.entry.as_ref().ok());
+    Context::new(project, features)
+        .with_directories_of(entries().map(|entry| entry.text.as_str()))
+        .with_names_chosen_in(
+            entries()
+                .filter(|entry| entry.tag == Tag::Decision)
+                .map(|entry| entry.text.as_str()),
+        )
 }
 
 /// What the user did by hand since the last pass, as the files and the record tell.

@@ -9,8 +9,11 @@
 //! - an option's value (`--account=plantsci`) only when another mission's wording names it too
 //!   (a setting of the project, like its paths and ports), but a quantity with its unit
 //!   (`--memory-limit=1G`, `--timeout=120s`): what the tool needs;
-//! - an identifier or a file name (`assert_cmd`, `tailwind.config.js`) only when the entries of
-//!   two features or two missions name it (a tool's, not one feature's code); so a
+//! - an identifier, a constant's name or a file name (`assert_cmd`, `REGISTRY_TOKEN`,
+//!   `tailwind.config.js`; not a constant given a value, `GIT_PAGER=cat`: a tool's setting)
+//!   only when the entries of two features or two missions name it (a tool's, not one
+//!   feature's code), and one that the mission's decisions name (`booking_status`: a name the
+//!   project chose) only when another mission's entries name it too; so a
 //!   `name:qualifier` (`spotless:apply`, a tool's goal), but one the project runs as a script
 //!   (`npm run db:seed`) only when another mission's wording names it too;
 //! - another mission's wording of the same knowledge only when it names the same code (a
@@ -211,7 +214,7 @@ pub fn general_wording(
             .filter(|(s, _)| s.mission == by.mission && s.text.to_lowercase().contains(token))
             .map(|(s, _)| s.feature)
             .collect();
-        features.len() >= 2 || elsewhere(&all, by.mission, token)
+        (features.len() >= 2 && !by.context.chose(token)) || elsewhere(&all, by.mission, token)
     };
     let mission = own.first().map_or("", |s| s.mission);
     let own_code: BTreeSet<String> = own.iter().flat_map(|s| code_atoms(s.text)).collect();
@@ -609,6 +612,25 @@ mod tests {
             "the tests expect the demo products: npm run db:seed first",
         ];
         assert_eq!(by(script, "F-003"), None);
+    }
+
+    #[test]
+    fn a_name_a_decision_gave_is_the_projects_however_many_features_name_it() {
+        let decided = ["booking status is a Postgres enum type, booking_status"];
+        let texts = [
+            "autogenerate misses a new value of booking_status; add it with op.execute by hand",
+            "autogenerate missed the new value of booking_status; added it with op.execute by hand",
+        ];
+        let by = |context: &Context| -> Option<String> {
+            let saids = [
+                said(texts[0], "api", context, "F-003"),
+                said(texts[1], "api", context, "F-006"),
+            ];
+            general_wording(&saids, &[], TWO, None)
+        };
+        let api = Context::new("/p/ferrydesk", ["F-003", "F-006"]);
+        assert!(by(&api).is_some());
+        assert_eq!(by(&api.with_names_chosen_in(decided)), None);
     }
 
     #[test]

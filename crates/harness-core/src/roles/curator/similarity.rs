@@ -96,6 +96,8 @@ pub struct Context {
     /// The project's directories that its paths name (`build/dev` of
     /// `build/dev/compile_commands.json`): paths too where they stand alone.
     directories: HashSet<String>,
+    /// The identifiers its decisions name (`booking_status`): names the project chose.
+    chosen: HashSet<String>,
 }
 
 impl Context {
@@ -113,7 +115,24 @@ impl Context {
             project: (name.chars().count() >= 4).then_some(name),
             features: features.into_iter().map(str::to_lowercase).collect(),
             directories: HashSet::new(),
+            chosen: HashSet::new(),
         }
+    }
+
+    /// The context with the identifiers that `decisions` (the texts of the mission's
+    /// decisions) name: what a decision names is the project's, however many features name it.
+    pub fn with_names_chosen_in<'t>(
+        mut self,
+        decisions: impl IntoIterator<Item = &'t str>,
+    ) -> Self {
+        self.chosen
+            .extend(decisions.into_iter().flat_map(identifiers_of));
+        self
+    }
+
+    /// Whether the mission's decisions name `identifier` (lowercase).
+    pub fn chose(&self, identifier: &str) -> bool {
+        self.chosen.contains(identifier)
     }
 
     /// The context with the directories of the relative paths that `texts` name, of two
@@ -361,10 +380,27 @@ fn read(text: &str, context: &Context, identifiers: bool) -> Analysis {
     analysis
 }
 
-/// The identifiers and file names of `text`, lowercase, in order: the atoms of code
-/// (`assert_cmd::Command::cargo_bin(…)` → `assert_cmd`, `cargo_bin`).
+/// The identifiers, constants' names and file names of `text`, lowercase, in order: the atoms
+/// of code (`assert_cmd::Command::cargo_bin(…)` → `assert_cmd`, `cargo_bin`), not a constant
+/// given a value (`GIT_PAGER=cat`).
 pub fn identifiers_of(text: &str) -> Vec<String> {
-    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '-')))
+    let atom_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '.' | '-');
+    let mut atoms = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(atom_char) {
+        let end = rest[start..]
+            .find(|c: char| !atom_char(c))
+            .map_or(rest.len(), |e| start + e);
+        // A constant given a value (`GIT_PAGER=cat`) is a setting of a tool, not a name the
+        // project chose.
+        let assigned = rest[end..].starts_with('=');
+        if !(assigned && is_constant(&rest[start..end])) {
+            atoms.push(&rest[start..end]);
+        }
+        rest = &rest[end..];
+    }
+    atoms
+        .into_iter()
         // A flag's dotted name (`-Dit.test`, `-Dspring.profiles.active`) is an option of its
         // tool, not a file name.
         .filter(|atom| !(atom.starts_with('-') && atom.contains('.')))
@@ -679,7 +715,16 @@ fn is_identifier(token: &str) -> bool {
             && (1..=5).contains(&extension.len())
             && extension.bytes().all(|b| b.is_ascii_alphabetic())
     });
-    (snake || camel || file) && !token.starts_with('-')
+    (snake || camel || file || is_constant(token)) && !token.starts_with('-')
+}
+
+/// Whether `token` is a constant's or an environment variable's name (`REGISTRY_TOKEN`).
+fn is_constant(token: &str) -> bool {
+    token.trim_matches('_').contains('_')
+        && token.bytes().any(|b| b.is_ascii_uppercase())
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
 /// The last two components of a path, URL or `host:port/path` (a file under two roots is the
@@ -1079,11 +1124,19 @@ mod tests {
     #[test]
     fn identifiers_and_file_names_are_noted() {
         let noted = analyse(
-            "assert_cmd::Command::cargo_bin and ProductDetail.tsx, not DATABASE_URL or plain words",
+            "assert_cmd::Command::cargo_bin and ProductDetail.tsx, not plain words",
             &Context::default(),
         )
         .identifiers;
         assert_eq!(noted, ["assert_cmd", "cargo_bin", "productdetail.tsx"]);
+        // A constant's name may be one the project chose (`gh secret set REGISTRY_TOKEN`); one
+        // given a value is a tool's setting.
+        let constants = analyse(
+            "gh secret set REGISTRY_TOKEN without --body hung; GIT_PAGER=cat, not plain CI",
+            &Context::default(),
+        )
+        .identifiers;
+        assert_eq!(constants, ["registry_token"]);
         // A flag's dotted name is its tool's option, not a file name.
         let flags = analyse(
             "pass -Dit.test=<class> or -Dspring.profiles.active=test, and --gtest_filter",
