@@ -13,8 +13,9 @@
 //!   hikes; a word shared is the head of one of the two X, not only a modifier: "tide curves" and
 //!   "tide alerts" are two things), or one is the acronym of the other's words (`MSRV`, "the
 //!   minimum supported Rust version"), or they give one name two versions, which differ in a part
-//!   both give ("GHC 9.6.6", "the compiler is GHC 9.8.4", "bumped GHC to 9.10.1"; not "Postgres 16"
-//!   and "Postgres 16.2"); but not when each says a different thing is done to it ("tiles are
+//!   both give ("GHC 9.6.6", "the compiler is GHC 9.8.4", "bumped GHC to 9.10.1", "the oldest GHC
+//!   we build with is 9.10": a subject said to be a version; not "Postgres 16" and "Postgres
+//!   16.2"); but not when each says a different thing is done to it ("tiles are
 //!   decoded with libpng", "tiles are re-encoded as WebP": what a decision says is done to its
 //!   subject, the participle after the copula, is part of that subject, negated or not: "accounts
 //!   are never deleted", "archived accounts are hidden by a query filter"; where or how it is kept
@@ -25,7 +26,7 @@
 //!   other states ("parcels get bigint primary keys", "every table's primary key is a UUIDv7"),
 //!   in prose: a word inside code (`{:shift_changed, shift_id}`) names what the code carries;
 //!   and one that states no subject is alike in words only if it is outside its code too;
-//! - the newer says that it changes something ("now", "instead of", "no more", "moved to",
+//! - the newer says that it changes something ("now", "instead", "no more", "moved to",
 //!   "replaces", "is removed"…) and names what is rare in the older (a word of at most [`RARE`]
 //!   items, such as the tool it replaces), or is like it (a weighted similarity of
 //!   [`MARKED_SIMILARITY`] or more), or gives a name of it another number (the same thing at
@@ -80,6 +81,7 @@ const CHANGES: &[&str] = &[
     "are gone",
     "are removed",
     "from now on",
+    "instead",
     "instead of",
     "is deleted",
     "is gone",
@@ -120,7 +122,7 @@ const HEADING_WORDS: usize = 3;
 struct Decision {
     /// The words of its subject (see the module documentation), and the last of them before
     /// any preposition: its head (`tide curves` → `curv`; `the predictions of a station` →
-    /// `prediction`).
+    /// `prediction`; of a name, its last part: `sketch_merge_agg` → `agg`).
     about: BTreeSet<String>,
     /// All its words; and those it says outside code, sorted (see [`prose`]), with whether
     /// it has any code at all (when not, its prose is its words).
@@ -586,10 +588,12 @@ fn subject(text: &str, context: &Context) -> (BTreeSet<String>, Option<String>) 
             .iter()
             .position(|w| PREPOSITIONS.contains(w))
             .unwrap_or(words.len());
+        // The last word in the text's order: that of a name's last part (`hll_add_agg` → agg).
         words[..end]
             .iter()
+            .flat_map(|word| word.split(|c: char| !c.is_alphanumeric()))
             .rev()
-            .find_map(|word| read(&[word]).pop())
+            .find_map(|run| read(&[run]).pop())
     };
     // "remote state now: an S3 bucket": a short heading before a colon names the subject; a
     // colon inside a token (`{:shift_changed, id}`, `ConnectionStrings:Main`) is no heading's.
@@ -780,8 +784,9 @@ fn former(text: &str, context: &Context) -> BTreeSet<String> {
     former
 }
 
-/// The names of a text that a number follows (`iOS 16.0`, `Postgres 16`, `port 5432`) or that
-/// it takes to one (`Clojure to 1.12.0`), with the number: (`ios`, `16.0`).
+/// The names of a text that a number follows (`iOS 16.0`, `Postgres 16`, `port 5432`), that it
+/// takes to one (`Clojure to 1.12.0`) or of a subject said to be one (`the oldest iOS is 17`),
+/// with the number: (`ios`, `16.0`).
 fn versions(text: &str) -> Vec<(String, String)> {
     let words = dotted_words(text);
     let name = |word: &str| {
@@ -796,7 +801,23 @@ fn versions(text: &str) -> Vec<(String, String)> {
         .windows(3)
         .filter(|run| name(&run[0]) && run[1] == "to" && is_version(&run[2]))
         .map(|run| (run[0].clone(), run[2].clone()));
-    next.chain(taken).collect()
+    // A subject said to be a version ("the oldest Neovim we run on is 0.10 now"): each of its
+    // names is at that version.
+    let clause = dotted_words(first_clause(text));
+    let clause: Vec<&str> = clause.iter().map(String::as_str).collect();
+    let stated = main_copula(&clause)
+        .and_then(|copula| {
+            let complement = clause[copula + 1..].iter().find(|w| **w != "now")?;
+            is_version(complement).then(|| {
+                clause[..copula]
+                    .iter()
+                    .filter(|w| name(w))
+                    .map(|w| (w.to_string(), complement.to_string()))
+                    .collect::<Vec<_>>()
+            })
+        })
+        .unwrap_or_default();
+    next.chain(taken).chain(stated).collect()
 }
 
 /// The words of `text`, lowercase, with the dots inside them (`ios`, `16.0`, `v1.29.4`): where
@@ -1481,6 +1502,11 @@ mod tests {
                 "the HTTP client is com.squareup.okhttp3/okhttp 4.12.0 in every module",
                 "upgraded OkHttp to 5.0.0 for its coroutine calls; the interceptors followed",
             ),
+            // A subject said to be a version: each of its names is at that version.
+            (
+                "the bindings support Python 3.9 and every later release",
+                "the oldest Python we build wheels for is 3.11",
+            ),
         ] {
             assert_replaced(older, newer);
         }
@@ -1577,6 +1603,29 @@ mod tests {
         );
         assert!(
             successor_of(&items, "users sign in").is_some(),
+            "{:?}",
+            successors(&items)
+        );
+    }
+
+    #[test]
+    fn instead_at_the_end_announces_a_change() {
+        assert_replaced(
+            "the worker's retry limits come from the jobs table, read once at boot",
+            "in production, the limits are taken from environment variables through the release's env file instead",
+        );
+    }
+
+    #[test]
+    fn the_head_of_a_name_is_its_last_part() {
+        // `sketch_merge_agg` is about an aggregate, not the sketch another decision is about.
+        let items = older_then(
+            "the text form of a sketch is the hex of its bytes, so COPY round-trips it",
+            "sketch_merge_agg is PARALLEL SAFE, with sketch_union as its combine function",
+        );
+        assert_eq!(
+            successor_of(&items, "the text form"),
+            None,
             "{:?}",
             successors(&items)
         );
