@@ -6,7 +6,9 @@
 //! entries are alike when the [weighted similarity](super::similarity) of their words reaches
 //! the threshold, each word weighing by how rare it is among the entries (a tool, a flag, an
 //! error text weigh more than `test` or `fix`); the grouping is transitive (two entries each like
-//! a third are one item), so it does not depend on the order of the entries. Two entries that
+//! a third are one item), so it does not depend on the order of the entries, but a group that
+//! only a chain of alike entries links is parted where its parts are not alike on the whole
+//! ([`cohesive`]: their mean similarity under [`COHESION`] of the threshold). Two entries that
 //! alone name a flag or an identifier (`-race`, `have_css`) need less: [`NAME_SHARE`] of it;
 //! two that alone name a value of the mission (a path, an address, an e-mail) less still:
 //! [`VALUE_SHARE`]. An item's section is that of its most frequent tag. Decisions are grouped
@@ -164,10 +166,11 @@ pub fn group(
         .filter(|&node| nodes[node].0 .0 != Kind::Decision)
         .collect();
     let ids = weighted(members.iter().map(|&node| &nodes[node].0 .1), cancel)?;
-    for (member, representative) in join::groups(&ids, MAX_WEIGHT, threshold, cancel)?
-        .into_iter()
-        .enumerate()
-    {
+    // Single linkage chains: the parts of a group only a chain of alike entries links are
+    // parted where they are not alike on the whole.
+    let joined = join::groups(&ids, MAX_WEIGHT, threshold, cancel)?;
+    let joined = cohesive(&joined, &ids, threshold * COHESION);
+    for (member, representative) in joined.into_iter().enumerate() {
         group_of[members[member]] = members[representative];
     }
     // Two entries that alone name a flag or an identifier are one item at a lower similarity.
@@ -210,6 +213,80 @@ pub fn group(
     items.sort_by(|a, b| a.id.cmp(&b.id));
     supersede::mark(&mut items, supersede, context, cancel)?;
     Ok(items.into_inner())
+}
+
+/// The share of the similarity threshold that the mean similarity of two parts of a group must
+/// reach for them to stay one item (see [`cohesive`]).
+const COHESION: f64 = 0.5;
+/// The most nodes of one group that [`cohesive`] reads whole (a larger group is one lesson said
+/// many ways, and stays as it is).
+const COHESIVE_MOST: usize = 64;
+
+/// `representative` (each set's group, by one set of it) with each group of three sets or more
+/// (up to [`COHESIVE_MOST`]) regrouped by average linkage: from single sets, the two parts of
+/// the greatest mean similarity (`ids`: the sets' weighted words) become one while that mean
+/// reaches `average`. Two entries each like a third are one item only when the three are alike
+/// on the whole: "rebar3 ct --suite runs one suite", "a bare rebar3 ct runs every suite", but
+/// not a third that shares only `rebar3` with one of them. Deterministic: ties go to the first
+/// parts, in the sets' order.
+fn cohesive(representative: &[usize], ids: &[Vec<u32>], average: f64) -> Vec<usize> {
+    let mut groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (set, &group) in representative.iter().enumerate() {
+        groups.entry(group).or_default().push(set);
+    }
+    let mut regrouped = representative.to_vec();
+    for sets in groups
+        .values()
+        .filter(|s| (3..=COHESIVE_MOST).contains(&s.len()))
+    {
+        for part in average_linkage(sets, ids, average) {
+            let first = *part.iter().min().expect("a part has a set");
+            for set in part {
+                regrouped[set] = first;
+            }
+        }
+    }
+    regrouped
+}
+
+/// The parts of `sets` by average linkage at `average` (see [`cohesive`]).
+fn average_linkage(sets: &[usize], ids: &[Vec<u32>], average: f64) -> Vec<Vec<usize>> {
+    // Each part's summed similarity to each other part: merging two adds their rows.
+    let mut sums: Vec<Vec<f64>> = sets
+        .iter()
+        .map(|&a| sets.iter().map(|&b| similarity(&ids[a], &ids[b])).collect())
+        .collect();
+    let mut parts: Vec<Option<Vec<usize>>> = sets.iter().map(|&set| Some(vec![set])).collect();
+    loop {
+        let mut best: Option<(f64, usize, usize)> = None;
+        for x in 0..parts.len() {
+            let Some(one) = &parts[x] else { continue };
+            for y in x + 1..parts.len() {
+                let Some(two) = &parts[y] else { continue };
+                let mean = sums[x][y] / (one.len() * two.len()) as f64;
+                if best.is_none_or(|(most, ..)| mean > most) {
+                    best = Some((mean, x, y));
+                }
+            }
+        }
+        let Some((_, x, y)) = best.filter(|(mean, ..)| *mean >= average) else {
+            break;
+        };
+        let taken = parts[y].take().expect("a part not merged yet");
+        parts[x]
+            .as_mut()
+            .expect("a part not merged yet")
+            .extend(taken);
+        let merged = std::mem::take(&mut sums[y]);
+        for (z, added) in merged.into_iter().enumerate() {
+            sums[x][z] += added;
+            let sum = sums[x][z];
+            if let Some(other) = sums[z].get_mut(x) {
+                *other = sum;
+            }
+        }
+    }
+    parts.into_iter().flatten().collect()
 }
 
 /// The [failure mode](modes) each of `nodes` tells, if it is a failure (AVOID, FAIL).
@@ -571,6 +648,8 @@ mod tests {
             |words: &[String]| -> u32 { words.iter().map(|w| vocabulary.weight(w)).sum() };
         let named: Vec<&Node> = pooled.iter().map(|&n| &nodes[n]).collect();
         let flagged = sharing_a_name(&named, &context);
+        // The join alone (then parted where it only chains), and the pairs sharing a name.
+        let mut joined = join::DisjointSets::new(pooled.len());
         for (position, &a) in pooled.iter().enumerate() {
             for (other, &b) in pooled.iter().enumerate().skip(position + 1) {
                 let (x, y) = (&nodes[a].0 .1, &nodes[b].0 .1);
@@ -579,11 +658,22 @@ mod tests {
                     continue;
                 }
                 let score = 2.0 * f64::from(weighed(&common)) / f64::from(weighed(x) + weighed(y));
+                if score >= threshold {
+                    joined.join(position, other);
+                }
                 let share = flagged.get(&(position, other));
-                if score >= threshold || share.is_some_and(|share| score >= threshold * share) {
+                if share.is_some_and(|share| score >= threshold * share) {
                     sets.join(a, b);
                 }
             }
+        }
+        let roots: Vec<usize> = (0..pooled.len()).map(|p| joined.root(p)).collect();
+        let ids = weighted(pooled.iter().map(|&n| &nodes[n].0 .1), &|| false).unwrap();
+        for (position, representative) in cohesive(&roots, &ids, threshold * COHESION)
+            .into_iter()
+            .enumerate()
+        {
+            sets.join(pooled[position], pooled[representative]);
         }
         let mut groups: BTreeMap<usize, (bool, Vec<Evidence>)> = BTreeMap::new();
         for (index, ((kind, _), evidence)) in nodes.into_iter().enumerate() {
@@ -666,6 +756,24 @@ mod tests {
             let fast = group(&lines, threshold, supersede, &Context::default(), &|| false).unwrap();
             prop_assert_eq!(fast, naive_group(&lines, threshold, supersede));
         }
+    }
+
+    #[test]
+    fn a_group_only_a_chain_links_is_parted_where_it_is_not_alike_on_the_whole() {
+        // Three sets alike each other, and a fourth like the third alone: single linkage makes
+        // them one group; its mean similarity to the three is a third of that.
+        let ids: Vec<Vec<u32>> = vec![
+            vec![1, 2, 3, 4],
+            vec![1, 2, 3, 5],
+            vec![1, 2, 3, 6],
+            vec![6, 7, 8, 9, 10, 11],
+        ];
+        assert!(similarity(&ids[2], &ids[3]) >= 0.2 && similarity(&ids[0], &ids[3]) == 0.0);
+        let one_group = [0, 0, 0, 0];
+        assert_eq!(cohesive(&one_group, &ids, 0.1), [0, 0, 0, 3]);
+        // At a lower mean, the fourth stays; two sets alike are never parted.
+        assert_eq!(cohesive(&one_group, &ids, 0.05), [0, 0, 0, 0]);
+        assert_eq!(cohesive(&[0, 0], &ids[2..], 0.9), [0, 0]);
     }
 
     #[test]
