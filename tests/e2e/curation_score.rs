@@ -701,7 +701,7 @@ const FLOORS: &[(&str, Least, [f64; 3], usize, usize)] = &[
     ("blind7", (15, 25), [0.90, 0.56, 0.89], 25, 3),
     ("blind8", (15, 25), [0.80, 0.76, 0.67], 22, 3),
     ("blind9", (10, 20), [0.78, 0.84, 0.82], 34, 4),
-    ("blind10", (10, 20), [0.69, 0.46, 0.88], 22, 4),
+    ("blind10", (10, 20), [0.72, 0.52, 0.88], 22, 4),
 ];
 
 /// Scores the blind log `name` and checks that it holds its floor (see [`FLOORS`]).
@@ -826,9 +826,9 @@ fn curation_score_on_the_ninth_blind_log() {
 /// The tenth blind log (an Erlang service, a Neovim plugin, a PostgreSQL extension) was scored
 /// once (BENCHMARKS.md) with the rules of the session that made the names a project chooses its
 /// own: 0.70 / 0.47 / 0.89, 6 superseded decisions of 11 left current, the same as before that
-/// session. General rules on decisions came after ("instead" announces a change; a subject said
-/// to be a version; the head of a name is its last part); what is asserted is that nothing
-/// gets worse than after them.
+/// session. General rules came after (on decisions: "instead" announces a change, a subject said
+/// to be a version, the head of a name is its last part; a product's name, `LuaJIT`, is no
+/// identifier); what is asserted is that nothing gets worse than after them.
 #[test]
 fn curation_score_on_the_tenth_blind_log() {
     holds_its_floor("blind10");

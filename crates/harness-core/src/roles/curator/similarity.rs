@@ -704,7 +704,8 @@ fn is_identifier(token: &str) -> bool {
     let camel = token
         .as_bytes()
         .windows(2)
-        .any(|pair| pair[0].is_ascii_lowercase() && pair[1].is_ascii_uppercase());
+        .any(|pair| pair[0].is_ascii_lowercase() && pair[1].is_ascii_uppercase())
+        && !product_name(token);
     // A version's pattern (`8.0.x`: numbers, dot-separated, before the last part) is no file.
     let version =
         |stem: &str| stem.contains('.') && stem.bytes().all(|b| b.is_ascii_digit() || b == b'.');
@@ -716,6 +717,25 @@ fn is_identifier(token: &str) -> bool {
             && extension.bytes().all(|b| b.is_ascii_alphabetic())
     });
     (snake || camel || file || is_constant(token)) && !token.starts_with('-')
+}
+
+/// Whether `token` is written as products are named, not as code: one word, capitalised or of
+/// at most three letters, then an acronym (`PostgreSQL`, `LuaJIT`, `DuckDB`, `iOS`, `nREPL`);
+/// a class of the project joins two words or more (`ParcelApiIT`).
+fn product_name(token: &str) -> bool {
+    let bytes = token.as_bytes();
+    let acronym = bytes
+        .iter()
+        .rev()
+        .take_while(|b| b.is_ascii_uppercase())
+        .count();
+    let word = &bytes[..bytes.len() - acronym];
+    let lower = |part: &[u8]| !part.is_empty() && part.iter().all(u8::is_ascii_lowercase);
+    acronym >= 2
+        && match word.split_first() {
+            Some((first, rest)) if first.is_ascii_uppercase() => lower(rest),
+            _ => lower(word) && word.len() <= 3,
+        }
 }
 
 /// Whether `token` is a constant's or an environment variable's name (`REGISTRY_TOKEN`).
@@ -1137,6 +1157,13 @@ mod tests {
         )
         .identifiers;
         assert_eq!(constants, ["registry_token"]);
+        // A product's name is no code; a class of the project, or a field, is.
+        let products = analyse(
+            "busted runs in LuaJIT against PostgreSQL on iOS; ParcelApiIT reads stationID",
+            &Context::default(),
+        )
+        .identifiers;
+        assert_eq!(products, ["parcelapiit", "stationid"]);
         // A flag's dotted name is its tool's option, not a file name.
         let flags = analyse(
             "pass -Dit.test=<class> or -Dspring.profiles.active=test, and --gtest_filter",
