@@ -10,13 +10,12 @@
 //!   (a setting of the project, like its paths and ports), but a quantity with its unit
 //!   (`--memory-limit=1G`, `--timeout=120s`): what the tool needs;
 //! - an identifier, a constant's name or a file name (`assert_cmd`, `REGISTRY_TOKEN`,
-//!   `tailwind.config.js`; not a constant given a value, `GIT_PAGER=cat`: a tool's setting;
-//!   nor a product's name, `LuaJIT`)
-//!   only when the entries of two features or two missions name it (a tool's, not one
-//!   feature's code), and one that the mission's decisions name (`booking_status`: a name the
-//!   project chose) only when another mission's entries name it too; so a
-//!   `name:qualifier` (`spotless:apply`, a tool's goal), but one the project runs as a script
-//!   (`npm run db:seed`) only when another mission's wording names it too;
+//!   `tailwind.config.js`; not a constant given a value, `GIT_PAGER=cat`, a tool's setting, nor
+//!   a product's name, `LuaJIT`) only when the entries of two features or two missions name it
+//!   (a tool's, not one feature's code), and one that the mission's decisions name
+//!   (`booking_status`: a name the project chose) only when another mission's entries name it
+//!   too; so a `name:qualifier` (`spotless:apply`, a tool's goal), but one the project runs as
+//!   a script (`npm run db:seed`) only when another mission's wording names it too;
 //! - another mission's wording of the same knowledge only when it names the same code (a
 //!   command, a flag, a variable: [`code_atoms`]) or the same words in a row (an error's text)
 //!   as one of this mission's: words of one subject alone (`integration`, `test`, `run`) are
