@@ -581,7 +581,9 @@ const PRIVATE_DOMAINS: &[&str] = &["example", "internal", "lan", "local", "test"
 
 /// `world.openfoodfacts.net`, `api.shop.test`: labels of letters, digits and hyphens, the last
 /// a domain of [`HOST_DOMAINS`]; three labels or more, or two in a private domain. File names
-/// (`vite.config.ts`) end in an extension, not a domain.
+/// (`vite.config.ts`) end in an extension, not a domain. A multicast DNS name is one label
+/// and `.local` (`printer.local`): more labels there are a file's (`cabal.project.local`) or
+/// an API's (`chrome.storage.local`).
 fn looks_like_host(token: &str) -> bool {
     let labels: Vec<&str> = token.split('.').collect();
     let Some(domain) = labels.last() else {
@@ -593,9 +595,11 @@ fn looks_like_host(token: &str) -> bool {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-')
     });
-    plain
-        && HOST_DOMAINS.contains(domain)
-        && (labels.len() >= 3 || (labels.len() == 2 && PRIVATE_DOMAINS.contains(domain)))
+    let labels_fit = match *domain {
+        "local" => labels.len() == 2,
+        _ => labels.len() >= 3 || (labels.len() == 2 && PRIVATE_DOMAINS.contains(domain)),
+    };
+    plain && HOST_DOMAINS.contains(domain) && labels_fit
 }
 
 /// A path of one project: three components or more, an absolute or explicitly relative one
@@ -1111,6 +1115,11 @@ mod tests {
                 "world.openfoodfacts.net and api.shop.test want a login",
                 &[(Host, "world.openfoodfacts.net"), (Host, "api.shop.test")],
             ),
+            (
+                "ssh pi@garden.local, set in cabal.project.local and chrome.storage.local",
+                &[(Email, "pi@garden.local")],
+            ),
+            ("mosquitto runs on garden.local", &[(Host, "garden.local")]),
             ("./scripts/seed.sh fills it", &[(Path, "./scripts/seed.sh")]),
             // A program a package manager installed is the tool's, in every project.
             (
