@@ -25,6 +25,7 @@ pub mod join;
 pub mod judgments;
 pub mod log;
 pub mod modes;
+pub mod practices;
 pub mod record;
 pub mod report;
 pub mod rewrite;

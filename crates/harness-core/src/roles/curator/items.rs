@@ -11,7 +11,10 @@
 //! ([`cohesive`]: their mean similarity under [`COHESION`] of the threshold). Two entries that
 //! alone name a flag or an identifier (`-race`, `have_css`) need less: [`NAME_SHARE`] of it;
 //! two that alone name a value of the mission (a path, an address, an e-mail) less still:
-//! [`VALUE_SHARE`]. An item's section is that of its most frequent tag. Decisions are grouped
+//! [`VALUE_SHARE`]; two that tell one [practice](super::practices) (the tests at hand,
+//! formatting before committing) and name a tool in common, [`PRACTICE_SHARE`]. Failures that
+//! tell one [failure mode](super::modes) are one item. An item's section is that of its most
+//! frequent tag. Decisions are grouped
 //! only when their words are the same: a decision worded differently on the same subject is a
 //! newer decision, which [supersedes](super::supersede) the older one.
 //!
@@ -29,6 +32,7 @@ use crate::state::memory::Tag;
 use super::join::{self, Vocabulary};
 use super::log::Line;
 use super::modes;
+use super::practices;
 use super::similarity::{
     analyse, generalise, identifiers_of, read_words, similarity, Context, Specific, MAX_WEIGHT,
 };
@@ -189,6 +193,15 @@ pub fn group(
     // those of two modes are two, however alike their words.
     let mode_of = modes_of(&named);
     join_by_mode(&mut sets, &members, &mode_of);
+    // Entries that tell one practice ("rebar3 ct --suite reruns one suite", "a bare rebar3 ct
+    // runs every suite") are one item at a lower similarity: the practice's words are the ones
+    // their tellings share least.
+    join_by_practice(
+        &mut sets,
+        (&members, &named),
+        &ids,
+        threshold * PRACTICE_SHARE,
+    );
     for &member in &members {
         group_of[member] = sets.root(member);
     }
@@ -307,6 +320,48 @@ fn join_by_mode(sets: &mut join::DisjointSets, members: &[usize], mode_of: &[Opt
         if let Some(mode) = mode {
             let first = *first_of.entry(mode).or_insert(number);
             sets.join(members[first], members[number]);
+        }
+    }
+}
+
+/// The share of the similarity threshold at which two entries that tell one
+/// [practice](practices) say the same thing.
+const PRACTICE_SHARE: f64 = 0.5;
+/// How many nodes of each practice a node telling it is compared with (the first): a log of
+/// thousands of tellings costs no more than its nodes.
+const COMPARED_PER_PRACTICE: usize = 64;
+
+/// Joins the nodes (`members`, `named`, by number) that tell one practice, name a tool in
+/// common (a word but the practices' own) and are alike at `least` (`ids`: their weighted
+/// words), each compared with the practice's first [`COMPARED_PER_PRACTICE`] nodes. A node
+/// only ever joins others: an item that graduated is never parted by a later entry of its
+/// practice.
+fn join_by_practice(
+    sets: &mut join::DisjointSets,
+    (members, named): (&[usize], &[&Node]),
+    ids: &[Vec<u32>],
+    least: f64,
+) {
+    let practice_words: Vec<&'static str> = practices::words().collect();
+    let own = read_words(&practice_words.join(" "), &Context::default()).words;
+    let tools = |words: &[String]| -> BTreeSet<String> {
+        words.iter().filter(|w| !own.contains(w)).cloned().collect()
+    };
+    let mut compared: HashMap<&str, Vec<(usize, BTreeSet<String>)>> = HashMap::new();
+    for (number, ((_, words), evidence)) in named.iter().enumerate() {
+        let Some(practice) = evidence.first().and_then(|e| practices::told(&e.text)) else {
+            continue;
+        };
+        let named_here = tools(words);
+        let earlier = compared.entry(practice.phrase).or_default();
+        for (other, named_there) in earlier.iter() {
+            let common = !named_here.is_disjoint(named_there);
+            if common && similarity(&ids[*other], &ids[number]) >= least {
+                sets.join(members[*other], members[number]);
+            }
+        }
+        if earlier.len() < COMPARED_PER_PRACTICE {
+            earlier.push((number, named_here));
         }
     }
 }
@@ -702,8 +757,8 @@ mod tests {
     /// A raw.md line over a small vocabulary (so that entries overlap a lot, and some have no
     /// content word at all), at one of a few times (so that times tie).
     fn generated_line() -> impl Strategy<Value = String> {
-        // No failure mode is told in these words: the join is compared here, what the modes
-        // join and split is tested apart.
+        // No failure mode nor practice is told in these words: the join is compared here, what
+        // the modes and the practices join (and split) is tested apart.
         const WORDS: [&str; 14] = [
             "cargo", "test", "cargo", "test", "build", "schema", "lexer", "token", "shard",
             "queue", "the", "of", "42", "caching",
@@ -836,6 +891,42 @@ mod tests {
         let mut sizes: Vec<usize> = items.iter().map(|item| item.evidence.len()).collect();
         sizes.sort_unstable();
         assert_eq!(sizes, [1, 2], "{items:#?}");
+    }
+
+    #[test]
+    fn tellings_of_one_practice_are_one_item_at_a_lower_similarity() {
+        let lines = lines(
+            "[2026-04-24T10:00:00Z] worker F-2 TRICK: rebar3 eunit --module=bucket_tests runs one EUnit module in two seconds\n\
+             [2026-04-25T10:00:00Z] worker F-3 AVOID: a bare rebar3 ct runs every suite, the release suite too (six minutes)\n\
+             [2026-04-26T10:00:00Z] worker F-5 TRICK: bun test tests/unit/cart.test.ts runs that file only\n\
+             [2026-04-27T10:00:00Z] worker F-6 LESSON: rebar3 shell starts the release with the settings of config/sys.config\n\
+             [2026-04-28T10:00:00Z] worker F-7 LESSON: the test runs need the ETS tables the application starts\n\
+             [2026-04-28T11:00:00Z] worker F-8 FAIL: a test of the bucket runs out of tokens when the clock jumps\n\
+             [2026-04-28T12:00:00Z] worker F-9 TRICK: the Common Test hooks print the test's name as it runs\n\
+             [2026-04-28T13:00:00Z] worker F-9 LESSON: the e2e tests need the dev server running on its port\n",
+        );
+        let lines: Vec<&Line> = lines.iter().collect();
+        // The curator's default threshold.
+        let items = group(&lines, 0.3, 0.4, &Context::default(), &|| false).unwrap();
+        let mut texts: Vec<Vec<&str>> = items
+            .iter()
+            .map(|item| item.evidence.iter().map(|e| &e.text[..12]).collect())
+            .collect();
+        texts.sort();
+        // Another runner's telling, and what only shares the tool or the words, stay apart.
+        assert_eq!(
+            texts,
+            [
+                vec!["a test of th"],
+                vec!["bun test tes"],
+                vec!["rebar3 eunit", "a bare rebar"],
+                vec!["rebar3 shell"],
+                vec!["the Common T"],
+                vec!["the e2e test"],
+                vec!["the test run"],
+            ],
+            "{items:#?}"
+        );
     }
 
     #[test]

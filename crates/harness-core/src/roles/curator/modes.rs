@@ -239,9 +239,10 @@ const EXPOSED: &[&str] = &[
     "staged",
 ];
 
-/// The words of a failure, as the modes read them: its runs of letters and digits, lowercase,
-/// a camel-case name split into its words (`getCurrentTime`: get, current, time). Read in one
-/// pass into one string: every failure of a large log is read.
+/// The words of a failure, as the modes read them (and a lesson, as the
+/// [practices](super::practices) do): its runs of letters and digits, lowercase, a camel-case
+/// name split into its words (`getCurrentTime`: get, current, time). Read in one pass into one
+/// string: every failure of a large log is read.
 pub struct Words<'t> {
     text: &'t str,
     lower: String,
@@ -250,7 +251,8 @@ pub struct Words<'t> {
 }
 
 impl<'t> Words<'t> {
-    fn of(text: &'t str) -> Self {
+    /// The words of `text`.
+    pub(super) fn of(text: &'t str) -> Self {
         let mut lower = String::with_capacity(text.len());
         let mut spans = Vec::new();
         let mut start = None;
@@ -280,8 +282,27 @@ impl<'t> Words<'t> {
     }
 
     /// Whether it has a word of `set`.
-    fn has(&self, set: &[&str]) -> bool {
+    pub(super) fn has(&self, set: &[&str]) -> bool {
         self.words().any(|w| set.contains(&w))
+    }
+
+    /// Whether it has a word that `is` says is one.
+    pub(super) fn any(&self, is: fn(&str) -> bool) -> bool {
+        self.words().any(is)
+    }
+
+    /// Whether a word of `first` is followed by one of `then` at most `within` words on, with
+    /// no preposition between them ("one EUnit module", not "one worker per test").
+    pub(super) fn followed(&self, first: &[&str], then: &[&str], within: usize) -> bool {
+        const BETWEEN: &[&str] = &["at", "for", "in", "of", "on", "per", "with"];
+        (0..self.spans.len())
+            .filter(|&at| first.contains(&self.word(at)))
+            .any(|at| {
+                (at + 1..self.spans.len())
+                    .take(within)
+                    .take_while(|&next| !BETWEEN.contains(&self.word(next)))
+                    .any(|next| then.contains(&self.word(next)))
+            })
     }
 
     /// Its word at `at`.
@@ -291,7 +312,7 @@ impl<'t> Words<'t> {
     }
 
     /// Whether it has one of `phrases`, its words in a row.
-    fn has_phrase(&self, phrases: &[&[&str]]) -> bool {
+    pub(super) fn has_phrase(&self, phrases: &[&[&str]]) -> bool {
         phrases.iter().any(|phrase| {
             let starts = (self.spans.len() + 1).saturating_sub(phrase.len());
             (0..starts).any(|at| {
