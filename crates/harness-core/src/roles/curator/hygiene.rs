@@ -22,7 +22,9 @@
 //!   not one piece of knowledge;
 //! - knowledge about the project's features (every entry names a feature id) and rules that
 //!   this project's validator checks ("the validator rejects unprefixed models", or a
-//!   convention among whose entries is a validator's) never.
+//!   convention among whose entries is a validator's) never; but what a formatter checks is the
+//!   formatter's rule, whoever enforces it ("committing without dune fmt: the validator
+//!   rejects it").
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -30,6 +32,7 @@ use crate::state::memory::Tag;
 
 use super::items::Item;
 use super::modes;
+use super::practices;
 use super::similarity::{
     self, analyse, is_content_word, replace_specifics, similarity, Analysis, Context, Specific,
 };
@@ -128,6 +131,11 @@ pub fn projects_rule(text: &str) -> bool {
         "treats",
         "wants",
     ];
+    // What a formatter checks is the formatter's rule, whoever enforces it ("committing
+    // without dune fmt: the validator rejects it").
+    if practices::told(text).is_some_and(|practice| practice.phrase == practices::FORMATTED) {
+        return false;
+    }
     let words = lowered_words(text);
     words.iter().enumerate().any(|(at, word)| {
         let verbs = match word.as_str() {
@@ -521,6 +529,13 @@ mod tests {
         ));
         assert!(projects_rule(
             "the project treats every warning as an error"
+        ));
+        // What a formatter checks is the formatter's rule, whoever enforces it.
+        assert!(!projects_rule(
+            "committing without dune fmt: @fmt fails and the validator rejects it, every time"
+        ));
+        assert!(!projects_rule(
+            "lintr is part of the validator's checks; styler::style_pkg() before committing"
         ));
         // The reviewer is the validator in other words.
         assert!(projects_rule(

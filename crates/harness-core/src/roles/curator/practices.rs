@@ -16,10 +16,13 @@ pub struct Practice {
     tells: fn(&Words<'_>) -> bool,
 }
 
+/// The phrase of the practice of formatting before committing.
+pub const FORMATTED: &str = "<formatted before committing>";
+
 /// The practices, in the order they are asked: a text tells the first whose words it has.
 pub const PRACTICES: &[Practice] = &[
     Practice {
-        phrase: "<formatted before committing>",
+        phrase: FORMATTED,
         tells: |w| w.any(formatting) && (w.has(COMMITTED) || w.has(CHECKED)),
     },
     Practice {
