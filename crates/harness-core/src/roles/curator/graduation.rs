@@ -38,6 +38,7 @@ use super::items::{Item, Kind};
 use super::join::{Index, Vocabulary};
 use super::judgments::Judgments;
 use super::modes;
+use super::practices;
 use super::similarity::{analyse, similarity, Context, Specific};
 use super::{Cancelled, Params};
 
@@ -678,8 +679,10 @@ fn earned(
             return Some((Rule::Failure, reason, wording));
         }
     }
-    // A convention a validator checks for is this project's acceptance rule, not a tool's.
-    let checked = item.evidence.iter().any(|e| e.role == Role::Validator);
+    // A convention a validator checks for is this project's acceptance rule, not a tool's; but
+    // what a formatter checks is the formatter's rule, whoever enforces it.
+    let formatter = own.iter().any(|said| practices::formats(said.text));
+    let checked = !formatter && item.evidence.iter().any(|e| e.role == Role::Validator);
     if sources.len() >= params.graduate_convention_times && !checked {
         let needed = Needed::Features {
             count: params.graduate_convention_times,
@@ -946,6 +949,16 @@ mod tests {
         assert_eq!(forgotten[0].rule, Rule::Convention);
         // The same convention, checked by the validator: the project's rule.
         assert_eq!(graduated_alone(&log("validator"), &identities), []);
+        // But what a formatter checks is the formatter's rule, whoever enforces it.
+        let formatter = items_of(
+            "[2026-04-24T10:00:00Z] worker F-1 LESSON: run perltidy -b on the touched files before committing\n\
+             [2026-04-24T11:00:00Z] worker F-2 FAIL: the tidy check rejected the controller: I had not run perltidy -b before committing\n\
+             [2026-04-24T12:00:00Z] worker F-3 LESSON: perltidy -b on the touched files before committing, as always\n\
+             [2026-04-24T12:05:00Z] validator F-3 LESSON: perltidy -b on the touched files before committing shows nothing to change\n",
+        );
+        let graduated = graduated_alone(&formatter, &identities);
+        assert_eq!(graduated.len(), 1, "{graduated:?}");
+        assert_eq!(graduated[0].rule, Rule::Convention);
     }
 
     #[test]

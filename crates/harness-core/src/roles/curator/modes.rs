@@ -98,8 +98,8 @@ const HELD_PHRASES: &[&[&str]] = &[
 const PAGER: &[&str] = &["less", "pager"];
 /// What did not happen to a command that was held ("never returned").
 const NEVER: &[&str] = &[
-    "came", "ended", "ends", "exited", "exits", "finished", "gave", "gives", "returned", "returns",
-    "stopped",
+    "came", "ended", "ends", "exited", "exits", "finished", "gave", "gives", "got", "returned",
+    "returns", "stopped",
 ];
 /// A question a command asked, or what else waits for a person's keys.
 const ASKED: &[&str] = &[
@@ -402,6 +402,7 @@ mod tests {
             "tsc --watch never exited and the iteration timed out",
             "compose up stayed attached to the logs and sat there until the timeout",
             "dune test -w keeps watching the files and never gives the shell back",
+            "I started morbo in the foreground and the iteration never got the shell back",
         ] {
             assert_eq!(phrase(text), Some("<server in the foreground>"), "{text}");
         }

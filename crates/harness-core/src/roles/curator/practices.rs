@@ -58,14 +58,20 @@ pub fn words() -> impl Iterator<Item = &'static str> {
         .copied()
 }
 
+/// Whether `text` tells the practice of formatting before committing: what a formatter checks
+/// is the formatter's rule, whoever enforces it (a validator, a hook, CI).
+pub fn formats(text: &str) -> bool {
+    told(text).is_some_and(|practice| practice.phrase == FORMATTED)
+}
+
 /// The practice `text` tells, if any.
 pub fn told(text: &str) -> Option<&'static Practice> {
     let words = Words::of(text);
     PRACTICES.iter().find(|practice| (practice.tells)(&words))
 }
 
-/// A word of formatting: a formatter's name ends in one (`gofmt`, `gdformat`, `clang-format`
-/// split at its hyphen), or the project's style tool (`styler`, `stylua`).
+/// A word of formatting: a formatter's name ends in one (`gofmt`, `gdformat`, `perltidy`,
+/// `clang-format` split at its hyphen), or the project's style tool (`styler`, `stylua`).
 fn formatting(word: &str) -> bool {
     [
         "fmt",
@@ -75,6 +81,7 @@ fn formatting(word: &str) -> bool {
         "formatting",
         "reformat",
         "reformatted",
+        "tidy",
     ]
     .iter()
     .any(|end| word.ends_with(end))
@@ -185,6 +192,7 @@ mod tests {
             "CI failed on scalafmtCheckAll again; sbt scalafmtAll fixed it",
             "styler::style_pkg() before committing, as always",
             "pushing C changes without git clang-format first: the job finds something",
+            "the tidy check rejected the controller; I had not run perltidy with the rc file",
         ] {
             assert_eq!(
                 phrase(text),

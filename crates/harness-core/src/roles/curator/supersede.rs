@@ -36,7 +36,9 @@
 //!   "runs under torch.autocast", or excludes what the older did, "throwing an Error" then "nothing
 //!   throws any more"): "time handling moves to jiff: chrono cannot…" replaces "timestamps are
 //!   parsed with chrono", or names what the older says and calls it old ("the old header is no
-//!   longer read"). When it says what it replaces ("no more SMTP", "instead of stored keys"), it
+//!   longer read"); or, whatever the subject, it says that a file, a path or a name of code the
+//!   older names is gone ("we run on PostgreSQL now; var/cobbler.db is gone": words called gone
+//!   may name another thing of their kind). When it says what it replaces ("no more SMTP", "instead of stored keys"), it
 //!   replaces only a decision that names it. A change said after "so" or "because" in the same
 //!   clause is what comes of the decision, not one it announces. It replaces a decision that states
 //!   its subject only if it names that subject (a word of it, or one that begins or is begun by
@@ -97,6 +99,17 @@ const CHANGES: &[&str] = &[
     "replaces",
     "switch to",
     "switched",
+];
+/// How a clause says that what it names is no more (`var/cobbler.db is gone`).
+const GONE: &[&str] = &[
+    " are deleted",
+    " are dropped",
+    " are gone",
+    " are removed",
+    " is deleted",
+    " is dropped",
+    " is gone",
+    " is removed",
 ];
 /// Words that open what comes of a decision or why it is taken (with the spaces around them).
 const CONSEQUENCES: &[&str] = &[" because ", " so "];
@@ -159,6 +172,10 @@ struct Decision {
     /// What it calls old: the words after "the old", "the previous" or "the former" in their
     /// phrase (`the old Input class` → input, class).
     former: BTreeSet<String>,
+    /// The files, paths and names of code it names, and those it says are gone ("var/app.db is
+    /// gone").
+    code: BTreeSet<String>,
+    gone: BTreeSet<String>,
 }
 
 impl Decision {
@@ -193,6 +210,8 @@ impl Decision {
             topical: BTreeSet::new(),
             named: named(text, context),
             former: former(text, context),
+            code: code_tokens(text),
+            gone: gone(text),
             versions: versions(text),
             releases: releases(text),
         }
@@ -328,7 +347,12 @@ fn replaces(older: &Decision, newer: &Decision, score: f64, alike: bool) -> Opti
         older.negated.iter().any(|w| affirms(newer, w))
             || newer.negated.iter().any(|w| affirms(older, w))
     };
-    (newer.changes && older.named_by(newer) && (related() || turned())).then_some(1.0 + score)
+    // A file, a path or a name of code it says is gone is named, whatever the subject ("we run
+    // on PostgreSQL now; var/cobbler.db is gone"); words called gone ("the one-second
+    // interval") may name another thing of their kind.
+    let gone = || !newer.gone.is_disjoint(&older.code);
+    (newer.changes && ((older.named_by(newer) && (related() || turned())) || gone()))
+        .then_some(1.0 + score)
 }
 
 /// Marks each decision of `items` that a later decision on the same subject replaces (see the
@@ -782,6 +806,29 @@ fn former(text: &str, context: &Context) -> BTreeSet<String> {
         former.extend(super::similarity::read_words(&phrase, context).words);
     }
     former
+}
+
+/// The files, paths and names of code that a decision names (`var/cobbler.db`,
+/// `Mojo::SQLite`), lowercase: tokens with a `/`, a `.`, a `_` or a `:` inside.
+fn code_tokens(text: &str) -> BTreeSet<String> {
+    text.split_whitespace()
+        .map(|token| token.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|token| token.contains(['/', '.', '_', ':']))
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// What a decision says is gone (see [`Decision::gone`]): the [code tokens](code_tokens) of a
+/// clause that ends "is gone", "are removed"… ("var/cobbler.db is gone").
+fn gone(text: &str) -> BTreeSet<String> {
+    text.to_lowercase()
+        .split([';', ',', ':', '(', '—'])
+        .filter_map(|clause| {
+            GONE.iter()
+                .find_map(|ending| clause.trim_end().strip_suffix(ending))
+        })
+        .flat_map(code_tokens)
+        .collect()
 }
 
 /// The names of a text that a number follows (`iOS 16.0`, `Postgres 16`, `port 5432`), that it
@@ -1360,6 +1407,34 @@ mod tests {
             successors(&items)
         );
         assert_eq!(successor_of(&items, "error responses"), None);
+    }
+
+    #[test]
+    fn a_change_replaces_what_it_says_is_gone_by_its_file() {
+        let log = |newer: &str| {
+            format!(
+                "[2026-04-24T09:00:00Z] worker F-001 LESSON: the tests start from an empty var/tickets.db\n\
+                 [2026-04-24T09:30:00Z] worker F-002 TRICK: sqlite3 var/tickets.db opens the tables\n\
+                 [2026-04-24T09:40:00Z] worker F-003 TRICK: dbicdump reads the schema from var/tickets.db\n\
+                 [2026-04-24T10:00:00Z] worker F-001 DECISION: the database is SQLite in var/tickets.db, reached through Mojo::SQLite\n\
+                 [2026-04-24T11:00:00Z] worker F-002 DECISION: the device name is stored in NVS beside the polling interval\n\
+                 [2026-04-25T10:00:00Z] worker F-004 DECISION: {newer}\n"
+            )
+        };
+        // No word of the older's subject, the database, is named: the file it calls gone is.
+        let items = grouped(&log(
+            "we run on PostgreSQL now, a pool of ten connections per worker and migrations in SQL files; var/tickets.db is gone",
+        ));
+        assert!(
+            successor_of(&items, "the database is SQLite").is_some(),
+            "{:?}",
+            successors(&items)
+        );
+        // Words called gone name no decision that merely shares one of them.
+        let items = grouped(&log(
+            "beacons now advertise every 2.5 s; the one-second interval is gone",
+        ));
+        assert_eq!(successor_of(&items, "the device name"), None);
     }
 
     #[test]
