@@ -405,6 +405,8 @@ struct Known {
     marked: Vec<usize>,
     /// Whether each line says a failure mode's lesson (see [`modes`]), by its number.
     modal: Vec<bool>,
+    /// The failure mode each line tells, if any, by its number.
+    told: Vec<Option<&'static str>>,
 }
 
 impl Known {
@@ -416,6 +418,7 @@ impl Known {
             lines: Index::weighted(threshold),
             marked: Vec::new(),
             modal: Vec::new(),
+            told: Vec::new(),
         };
         for whole in text.lines() {
             let shown = strip_comments(whole);
@@ -427,31 +430,40 @@ impl Known {
             let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
             let text = shown.trim_start_matches(['-', '*', ' ']);
             let words = vocabulary.weighted_ids(&said_words(shown));
-            known.add(&ids, words, modes::lesson_of(text).is_some());
+            known.add(&ids, words, text);
         }
         known
     }
 
     /// Whether it names `item`; or an item of another mission that says the same (`same`: their
-    /// ids) in a line that the wording (`numbered[1]`) says again, or in a failure mode's lesson
-    /// (which names none of the tools an item's wording names); or has a line like `numbered`
-    /// (the item's words and the wording's, numbered).
-    fn says(&self, item: &Item, same: &[&str], numbered: &[Vec<u32>; 2]) -> bool {
+    /// ids) in a line that the wording (`numbered[1]`, telling the failure mode `mode`) says
+    /// again, or that tells the same failure mode in its own tools' words, or in a failure mode's
+    /// lesson (which names none of the tools an item's wording names); or has a line like
+    /// `numbered` (the item's words and the wording's, numbered).
+    fn says(
+        &self,
+        item: &Item,
+        same: &[&str],
+        (numbered, mode): (&[Vec<u32>; 2], Option<&str>),
+    ) -> bool {
         item.entry_ids().any(|id| self.ids.contains_key(id))
             || same.iter().any(|id| {
                 self.ids.get(*id).is_some_and(|(number, line)| {
-                    self.modal[*number] || similarity(line, &numbered[1]) >= 0.45
+                    self.modal[*number]
+                        || (mode.is_some() && self.told[*number] == mode)
+                        || similarity(line, &numbered[1]) >= 0.45
                 })
             })
             || numbered.iter().any(|w| !self.lines.similar(w).is_empty())
     }
 
-    /// Takes a line into account: the ids it names, its words, numbered, and whether it says a
-    /// failure mode's lesson.
-    fn add(&mut self, ids: &[&str], numbered: Vec<u32>, modal: bool) {
+    /// Takes a line into account: the ids it names, its words, numbered, whether it (`text`)
+    /// says a failure mode's lesson, and the mode it tells.
+    fn add(&mut self, ids: &[&str], numbered: Vec<u32>, text: &str) {
         let line = self.marked.len();
         self.marked.push(ids.len());
-        self.modal.push(modal);
+        self.modal.push(modes::lesson_of(text).is_some());
+        self.told.push(told_phrase(text));
         for id in ids {
             self.ids.insert(id.to_string(), (line, numbered.clone()));
         }
@@ -547,7 +559,10 @@ pub fn graduate(
             vocabulary.weighted_ids(&analyse(&wording, context).words),
         ];
         let mut same: Vec<&str> = matched.iter().map(|r| r.id.as_str()).collect();
-        if file.says(item, &same, &numbered) || file.unites(&matched, item.kind == Kind::Avoid) {
+        let mode = told_phrase(&wording);
+        if file.says(item, &same, (&numbered, mode))
+            || file.unites(&matched, item.kind == Kind::Avoid)
+        {
             continue;
         }
         // The line names the items of other missions that say the same too: a later mission
@@ -571,7 +586,7 @@ pub fn graduate(
         );
         let ids: Vec<&str> = std::iter::once(item.id.as_str()).chain(same).collect();
         let [_, numbered] = numbered;
-        file.add(&ids, numbered, modes::lesson_of(&wording).is_some());
+        file.add(&ids, numbered, &wording);
         graduated.push(Graduation {
             id: item.id.clone(),
             role: item.role,

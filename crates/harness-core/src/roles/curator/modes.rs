@@ -32,7 +32,7 @@ pub const MODES: &[Mode] = &[
         lesson: "a command that waits for a person (a question, a password, an editor, a \
                  full-screen menu) waits until the iteration's timeout: use its \
                  non-interactive flags or give the answer in advance",
-        tells: |w| w.held() && (w.has(ASKED) || w.quoted_question()),
+        tells: |w| w.held() && (w.asked() || w.quoted_question()),
     },
     Mode {
         phrase: "<no network>",
@@ -332,6 +332,16 @@ impl<'t> Words<'t> {
             || pairs.any(|(first, second)| first == "never" && NEVER.contains(&second))
     }
 
+    /// Whether something asked a person: a word of [`ASKED`], but the shell's prompt that a
+    /// command never gave back ("never got its prompt back").
+    fn asked(&self) -> bool {
+        (0..self.spans.len()).any(|at| {
+            let word = self.word(at);
+            let back = at + 1 < self.spans.len() && self.word(at + 1) == "back";
+            ASKED.contains(&word) && !(word == "prompt" && back)
+        })
+    }
+
     /// A question quoted as the tool printed it (`"Overwrite? [y/N]"`).
     fn quoted_question(&self) -> bool {
         ["?\"", "?'", "\"?", "? [", "? ("]
@@ -402,7 +412,7 @@ mod tests {
             "tsc --watch never exited and the iteration timed out",
             "compose up stayed attached to the logs and sat there until the timeout",
             "dune test -w keeps watching the files and never gives the shell back",
-            "I started morbo in the foreground and the iteration never got the shell back",
+            "I started morbo in the foreground and the iteration never got its prompt back",
         ] {
             assert_eq!(phrase(text), Some("<server in the foreground>"), "{text}");
         }
