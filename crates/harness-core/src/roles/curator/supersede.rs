@@ -38,11 +38,11 @@
 //!   parsed with chrono", or names what the older says and calls it old ("the old header is no
 //!   longer read"); or, whatever the subject, it says that a file, a path or a name of code the
 //!   older names is gone ("we run on PostgreSQL now; var/cobbler.db is gone": words called gone
-//!   may name another thing of their kind). When it says what it replaces ("no more SMTP", "instead of stored keys"), it
-//!   replaces only a decision that names it. A change said after "so" or "because" in the same
-//!   clause is what comes of the decision, not one it announces. It replaces a decision that states
-//!   its subject only if it names that subject (a word of it, or one that begins or is begun by
-//!   one: "time" for "timestamps") or another version of it.
+//!   may name another thing of their kind). When it says what it replaces ("no more SMTP",
+//!   "instead of stored keys"), it replaces only a decision that names it. A change said after
+//!   "so" or "because" in the same clause is what comes of the decision, not one it announces.
+//!   It replaces a decision that states its subject only if it names that subject (a word of it,
+//!   or one that begins or is begun by one: "time" for "timestamps") or another version of it.
 //!
 //! A decision that adds to others ("also", "too", "as well", "X joins Y", in its first clause),
 //! or says what is done in one case
