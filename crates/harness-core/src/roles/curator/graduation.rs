@@ -1,7 +1,8 @@
 //! Graduation: mission memory that earned a place in `identity/<role>.md` (L4), which every later
 //! mission's prompts of that role carry. The files are append-only; a line is never graduated
 //! twice (nor when the file already says the same, in the user's words or another mission's),
-//! and each graduated line says why it graduated, in a comment no prompt gets. Knowledge graduates when it is confirmed:
+//! and each graduated line says why it graduated, in a comment no prompt gets. Knowledge
+//! graduates when it is confirmed:
 //! - reported on `graduate_trick_workers` distinct features, a TRICK among its entries, or first
 //!   met as a failure that names nothing of one mission and then written down as a LESSON by
 //!   another feature's worker, or whatever its tags when the curator's agent called it general

@@ -195,9 +195,9 @@ pub const CONFIRM: f64 = 0.3;
 /// documentation): among its own wordings (`own`, this mission's) and those of the same
 /// knowledge in other missions (`others`), a general one that is said again as `needed` asks
 /// (by wordings at a similarity of [`CONFIRM`] or more, or, for missions, by another mission's
-/// wording that says the same words in a row: see [`phrases`]): one of this mission's if one is, the
-/// one said again by the most sources, then most like them all, then the first. Values of one mission are replaced by
-/// placeholders only where the missions disagree on them.
+/// wording that says the same words in a row: see [`phrases`]): one of this mission's if one
+/// is, the one said again by the most sources, then most like them all, then the first. Values
+/// of one mission are replaced by placeholders only where the missions disagree on them.
 ///
 /// `agent`: a general wording the curator's agent gave (checked to be hygienic): the evidence
 /// must still be there (the sources `needed` asks for), and the agent's wording is the one that

@@ -751,8 +751,8 @@ fn negated(text: &str, context: &Context) -> BTreeSet<String> {
     negated
 }
 
-/// The words of `text` outside its code, sorted as [`Item::words`]: tokens holding `_`, a brace or a backquote
-/// are left out. `None` when it has no such token.
+/// The words of `text` outside its code, sorted as [`Item::words`]: tokens holding `_`, a brace
+/// or a backquote are left out. `None` when it has no such token.
 fn prose(text: &str, context: &Context) -> Option<Vec<String>> {
     let code = |token: &&str| token.contains(['_', '{', '}', '`']);
     if !text.split_whitespace().any(|token| code(&token)) {
