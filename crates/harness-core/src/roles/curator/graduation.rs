@@ -697,9 +697,11 @@ fn earned(
     }
     // A convention a validator checks for is this project's acceptance rule, not a tool's; but
     // what a formatter checks is the formatter's rule, whoever enforces it.
-    let formatter = own.iter().any(|said| practices::formats(said.text));
-    let checked = !formatter && item.evidence.iter().any(|e| e.role == Role::Validator);
-    if sources.len() >= params.graduate_convention_times && !checked {
+    let checked = || {
+        item.evidence.iter().any(|e| e.role == Role::Validator)
+            && !own.iter().any(|said| practices::formats(said.text))
+    };
+    if sources.len() >= params.graduate_convention_times && !checked() {
         let needed = Needed::Features {
             count: params.graduate_convention_times,
             trick: false,

@@ -14,9 +14,9 @@
 //! [`VALUE_SHARE`]; two that tell one [practice](super::practices) (the tests at hand,
 //! formatting before committing) and name a tool in common, [`PRACTICE_SHARE`]. Failures that
 //! tell one [failure mode](super::modes) are one item. An item's section is that of its most
-//! frequent tag. Decisions are grouped
-//! only when their words are the same: a decision worded differently on the same subject is a
-//! newer decision, which [supersedes](super::supersede) the older one.
+//! frequent tag. Decisions are grouped only when their words are the same: a decision worded
+//! differently on the same subject is a newer decision, which [supersedes](super::supersede)
+//! the older one.
 //!
 //! An item's text is its most frequent wording; a feature id, a path, a number… in it that its
 //! entries do not all share is replaced by a placeholder (`<feature>`, `<path>`, `<n>`): entries

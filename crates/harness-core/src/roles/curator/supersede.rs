@@ -100,6 +100,8 @@ const CHANGES: &[&str] = &[
     "switch to",
     "switched",
 ];
+/// What ends the phrase that a decision calls old or gone.
+const PHRASE_ENDS: [char; 5] = [';', ':', ',', '(', '—'];
 /// How a clause says that what it names is no more (`var/cobbler.db is gone`).
 const GONE: &[&str] = &[
     " are deleted",
@@ -790,7 +792,7 @@ fn named(text: &str, context: &Context) -> BTreeSet<String> {
 fn former(text: &str, context: &Context) -> BTreeSet<String> {
     let lowered = text.to_lowercase();
     let words: Vec<&str> = lowered
-        .split(|c: char| c.is_whitespace() || matches!(c, ';' | ':' | ',' | '(' | '—'))
+        .split(|c: char| c.is_whitespace() || PHRASE_ENDS.contains(&c))
         .collect();
     let mut former = BTreeSet::new();
     for (at, pair) in words.windows(2).enumerate() {
@@ -822,7 +824,7 @@ fn code_tokens(text: &str) -> BTreeSet<String> {
 /// clause that ends "is gone", "are removed"… ("var/cobbler.db is gone").
 fn gone(text: &str) -> BTreeSet<String> {
     text.to_lowercase()
-        .split([';', ',', ':', '(', '—'])
+        .split(PHRASE_ENDS)
         .filter_map(|clause| {
             GONE.iter()
                 .find_map(|ending| clause.trim_end().strip_suffix(ending))
