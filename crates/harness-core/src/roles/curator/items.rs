@@ -191,14 +191,14 @@ pub fn group(
     // Failures of one mission that tell one failure mode are one item ("docker compose up
     // stayed attached", "the celery worker in the foreground never gave the shell back"), and
     // those of two modes are two, however alike their words.
-    let mode_of = modes_of(&named);
+    let (mode_of, practice_of) = told_by(&named);
     join_by_mode(&mut sets, &members, &mode_of);
     // Entries that tell one practice ("rebar3 ct --suite reruns one suite", "a bare rebar3 ct
     // runs every suite") are one item at a lower similarity: the practice's words are the ones
     // their tellings share least.
     join_by_practice(
         &mut sets,
-        (&members, &named),
+        (&members, &named, &practice_of),
         &ids,
         threshold * PRACTICE_SHARE,
     );
@@ -302,15 +302,23 @@ fn average_linkage(sets: &[usize], ids: &[Vec<u32>], average: f64) -> Vec<Vec<us
     parts.into_iter().flatten().collect()
 }
 
-/// The [failure mode](modes) each of `nodes` tells, if it is a failure (AVOID, FAIL).
-fn modes_of(nodes: &[&Node]) -> Vec<Option<&'static str>> {
+/// The [failure mode](modes) each of `nodes` tells, if it is a failure (AVOID, FAIL), and the
+/// [practice](practices) it tells, if any: each text's words are read once for both.
+fn told_by(nodes: &[&Node]) -> (Vec<Option<&'static str>>, Vec<Option<&'static str>>) {
     nodes
         .iter()
-        .map(|((kind, _), evidence)| match (kind, evidence.first()) {
-            (Kind::Avoid, Some(first)) => modes::told(&first.text).map(|mode| mode.phrase),
-            _ => None,
+        .map(|((kind, _), evidence)| {
+            let Some(first) = evidence.first() else {
+                return (None, None);
+            };
+            let words = modes::Words::of(&first.text);
+            let mode = match kind {
+                Kind::Avoid => modes::told_in(&words).map(|mode| mode.phrase),
+                _ => None,
+            };
+            (mode, practices::told_in(&words).map(|p| p.phrase))
         })
-        .collect()
+        .unzip()
 }
 
 /// Joins the nodes (`members`, by number) whose failures tell one mode (`mode_of`).
@@ -331,14 +339,14 @@ const PRACTICE_SHARE: f64 = 0.5;
 /// thousands of tellings costs no more than its nodes.
 const COMPARED_PER_PRACTICE: usize = 64;
 
-/// Joins the nodes (`members`, `named`, by number) that tell one practice, name a tool in
-/// common (a word but the practices' own) and are alike at `least` (`ids`: their weighted
+/// Joins the nodes (`members`, `named`, by number) that tell one practice (`practice_of`), name a
+/// tool in common (a word but the practices' own) and are alike at `least` (`ids`: their weighted
 /// words), each compared with the practice's first [`COMPARED_PER_PRACTICE`] nodes. A node
 /// only ever joins others: an item that graduated is never parted by a later entry of its
 /// practice.
 fn join_by_practice(
     sets: &mut join::DisjointSets,
-    (members, named): (&[usize], &[&Node]),
+    (members, named, practice_of): (&[usize], &[&Node], &[Option<&'static str>]),
     ids: &[Vec<u32>],
     least: f64,
 ) {
@@ -348,12 +356,12 @@ fn join_by_practice(
         words.iter().filter(|w| !own.contains(w)).cloned().collect()
     };
     let mut compared: HashMap<&str, Vec<(usize, BTreeSet<String>)>> = HashMap::new();
-    for (number, ((_, words), evidence)) in named.iter().enumerate() {
-        let Some(practice) = evidence.first().and_then(|e| practices::told(&e.text)) else {
+    for (number, ((_, words), _)) in named.iter().enumerate() {
+        let Some(practice) = practice_of[number] else {
             continue;
         };
         let named_here = tools(words);
-        let earlier = compared.entry(practice.phrase).or_default();
+        let earlier = compared.entry(practice).or_default();
         for (other, named_there) in earlier.iter() {
             let common = !named_here.is_disjoint(named_there);
             if common && similarity(&ids[*other], &ids[number]) >= least {

@@ -73,8 +73,12 @@ pub const MODES: &[Mode] = &[
 
 /// The failure mode `text` tells, if any.
 pub fn told(text: &str) -> Option<&'static Mode> {
-    let words = Words::of(text);
-    MODES.iter().find(|mode| (mode.tells)(&words))
+    told_in(&Words::of(text))
+}
+
+/// The failure mode `words` (a text's, read once for all it is asked) tell, if any.
+pub(super) fn told_in(words: &Words<'_>) -> Option<&'static Mode> {
+    MODES.iter().find(|mode| (mode.tells)(words))
 }
 
 /// The mode whose lesson `text` is, if it is one (a line graduated in a mode's words).

@@ -66,8 +66,12 @@ pub fn formats(text: &str) -> bool {
 
 /// The practice `text` tells, if any.
 pub fn told(text: &str) -> Option<&'static Practice> {
-    let words = Words::of(text);
-    PRACTICES.iter().find(|practice| (practice.tells)(&words))
+    told_in(&Words::of(text))
+}
+
+/// The practice `words` (a text's, read once for all it is asked) tell, if any.
+pub(super) fn told_in(words: &Words<'_>) -> Option<&'static Practice> {
+    PRACTICES.iter().find(|practice| (practice.tells)(words))
 }
 
 /// A word of formatting: a formatter's name ends in one (`gofmt`, `gdformat`, `perltidy`,
