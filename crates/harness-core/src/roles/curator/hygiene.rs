@@ -112,9 +112,10 @@ pub fn wordings(item: &Item) -> Vec<(&str, Option<&str>, Tag)> {
         .collect()
 }
 
-/// Whether `text` says that this project's validator (its reviewer) checks something, or that
-/// the project asks for it: a rule of the project ("the validator rejects unprefixed models",
-/// "a /// comment on every public function, as the project requires"), not general knowledge.
+/// Whether `text` says that this project's validator (its reviewer) checks something, that the
+/// project asks for it, or that it is so in this project: a rule of the project ("the validator
+/// rejects unprefixed models", "a /// comment on every public function, as the project
+/// requires", "in this service an error is always a JSON body"), not general knowledge.
 pub fn projects_rule(text: &str) -> bool {
     const CHECKS: &[&str] = &[
         "check", "checks", "demands", "expects", "flags", "greps", "insists", "looks", "reads",
@@ -131,23 +132,40 @@ pub fn projects_rule(text: &str) -> bool {
         "treats",
         "wants",
     ];
+    // What one project is called ("this service", "this repository's"): a thing said of it is
+    // said of it alone.
+    const OWN: &[&str] = &[
+        "api",
+        "app",
+        "application",
+        "codebase",
+        "project",
+        "repo",
+        "repository",
+        "service",
+        "site",
+    ];
     // What a formatter checks is the formatter's rule, whoever enforces it ("committing
     // without dune fmt: the validator rejects it").
     if practices::formats(text) {
         return false;
     }
     let words = lowered_words(text);
-    words.iter().enumerate().any(|(at, word)| {
-        let verbs = match word.as_str() {
-            "project" => ASKS,
-            _ if word.starts_with("validator") || word.starts_with("reviewer") => CHECKS,
-            _ => return false,
-        };
-        words[at + 1..]
-            .iter()
-            .take(3)
-            .any(|next| verbs.contains(&next.as_str()))
-    })
+    let of_this = words
+        .windows(2)
+        .any(|pair| pair[0] == "this" && OWN.contains(&pair[1].as_str()));
+    of_this
+        || words.iter().enumerate().any(|(at, word)| {
+            let verbs = match word.as_str() {
+                "project" => ASKS,
+                _ if word.starts_with("validator") || word.starts_with("reviewer") => CHECKS,
+                _ => return false,
+            };
+            words[at + 1..]
+                .iter()
+                .take(3)
+                .any(|next| verbs.contains(&next.as_str()))
+        })
 }
 
 /// Whether the lesson `text` reports that its worker applied a lesson ("ran the formatter before
@@ -539,6 +557,16 @@ mod tests {
         ));
         assert!(!projects_rule(
             "lintr is part of the validator's checks; styler::style_pkg() before committing"
+        ));
+        // What is so in this project (this service, this site…) is so in it alone.
+        assert!(projects_rule(
+            "in this service an error is always a JSON body with its status code"
+        ));
+        assert!(projects_rule(
+            "bundle config set --local path vendor/bundle keeps this app's gems apart"
+        ));
+        assert!(!projects_rule(
+            "this time the service answered before the timeout"
         ));
         // The reviewer is the validator in other words.
         assert!(projects_rule(
