@@ -447,6 +447,15 @@ const UNITS: &[&str] = &[
     "gb", "hour", "hours", "kb", "mb", "minute", "minutes", "ms", "second", "seconds",
 ];
 
+/// Units the words of a text keep: a day or a pixel size says what a lesson is about more often
+/// than [`UNITS`] do ("the daily digest", "the 600 px covers"). Sorted.
+const OTHER_UNITS: &[&str] = &["day", "days", "px", "s"];
+
+/// Whether `word` (lowercase) is a unit: a number it follows says how much.
+pub fn is_unit(word: &str) -> bool {
+    UNITS.binary_search(&word).is_ok() || OTHER_UNITS.binary_search(&word).is_ok()
+}
+
 /// English prefixes that make one word with what follows their hyphen. Sorted.
 const PREFIXES: &[&str] = &[
     "anti", "co", "de", "multi", "non", "post", "pre", "re", "semi", "sub", "un",

@@ -12,16 +12,17 @@
 //!   bucket"; a possessor is not the subject: "a hike's distance" is about the distance, not the
 //!   hikes; a word shared is the head of one of the two X, not only a modifier: "tide curves" and
 //!   "tide alerts" are two things), or one is the acronym of the other's words (`MSRV`, "the
-//!   minimum supported Rust version"), or they give one name two versions, which differ in a part
-//!   both give ("GHC 9.6.6", "the compiler is GHC 9.8.4", "bumped GHC to 9.10.1", "the oldest GHC
-//!   we build with is 9.10": a subject said to be a version; not "Postgres 16" and "Postgres
-//!   16.2"); but not when each says a different thing is done to it ("tiles are
-//!   decoded with libpng", "tiles are re-encoded as WebP": what a decision says is done to its
-//!   subject, the participle after the copula, is part of that subject, negated or not: "accounts
-//!   are never deleted", "archived accounts are hidden by a query filter"; where or how it is kept
-//!   is one thing, whatever its word: "readings are stored as specific gravity", "readings are
-//!   kept in degrees Plato", "drafts live in IndexedDB", and another than "a highlight is
-//!   anchored by its text");
+//!   minimum supported Rust version"; a variable's name, `$PORT`, is none), or they give one name
+//!   two versions, which differ in a part both give ("GHC 9.6.6", "the compiler is GHC 9.8.4",
+//!   "bumped GHC to 9.10.1", "the oldest GHC we build with is 9.10": a subject said to be a
+//!   version; not "Postgres 16" and "Postgres 16.2"; a number a unit follows is a quantity:
+//!   "resized by Hugo to 300, 600 and 900 px", "2 s, 4 s"); but not when each says a different
+//!   thing is done to it ("tiles are decoded with libpng", "tiles are re-encoded as WebP": what a
+//!   decision says is done to its subject, the participle after the copula, is part of that
+//!   subject, negated or not: "accounts are never deleted", "archived accounts are hidden by a
+//!   query filter"; where or how it is kept is one thing, whatever its word: "readings are stored
+//!   as specific gravity", "readings are kept in degrees Plato", "drafts live in IndexedDB", and
+//!   another than "a highlight is anchored by its text");
 //! - one states no subject and names every word of the subject of two words or more that the
 //!   other states ("parcels get bigint primary keys", "every table's primary key is a UUIDv7"),
 //!   in prose: a word inside code (`{:shift_changed, shift_id}`) names what the code carries;
@@ -60,7 +61,7 @@ use crate::base::time::Timestamp;
 
 use super::items::{Item, Kind};
 use super::join::{self, Vocabulary};
-use super::similarity::{similarity, Context};
+use super::similarity::{is_unit, similarity, Context};
 use super::Cancelled;
 
 /// The weighted similarity at which a decision announcing a change replaces an older one,
@@ -839,25 +840,26 @@ fn gone(text: &str) -> BTreeSet<String> {
 fn versions(text: &str) -> Vec<(String, String)> {
     let words = dotted_words(text);
     let name = |word: &str| {
-        word.chars().all(char::is_alphabetic) && super::similarity::is_content_word(word)
+        word.chars().all(char::is_alphabetic)
+            && super::similarity::is_content_word(word)
+            && !is_unit(word)
     };
-    let next = words
-        .windows(2)
-        .filter(|pair| name(&pair[0]) && is_version(&pair[1]))
-        .map(|pair| (pair[0].clone(), pair[1].clone()));
+    let version = |at: usize| version_at(&words, at);
+    let next = (1..words.len())
+        .filter(|&at| name(&words[at - 1]) && version(at))
+        .map(|at| (words[at - 1].clone(), words[at].clone()));
     // A name taken to a version ("bumped Clojure to 1.12.0", "upgraded Node to 22").
-    let taken = words
-        .windows(3)
-        .filter(|run| name(&run[0]) && run[1] == "to" && is_version(&run[2]))
-        .map(|run| (run[0].clone(), run[2].clone()));
+    let taken = (2..words.len())
+        .filter(|&at| name(&words[at - 2]) && words[at - 1] == "to" && version(at))
+        .map(|at| (words[at - 2].clone(), words[at].clone()));
     // A subject said to be a version ("the oldest Neovim we run on is 0.10 now"): each of its
     // names is at that version.
     let clause = dotted_words(first_clause(text));
-    let clause: Vec<&str> = clause.iter().map(String::as_str).collect();
-    let stated = main_copula(&clause)
+    let stated = main_copula(&clause.iter().map(String::as_str).collect::<Vec<_>>())
         .and_then(|copula| {
-            let complement = clause[copula + 1..].iter().find(|w| **w != "now")?;
-            is_version(complement).then(|| {
+            let at = (copula + 1..clause.len()).find(|&at| clause[at] != "now")?;
+            let complement = &clause[at];
+            version_at(&clause, at).then(|| {
                 clause[..copula]
                     .iter()
                     .filter(|w| name(w))
@@ -867,6 +869,16 @@ fn versions(text: &str) -> Vec<(String, String)> {
         })
         .unwrap_or_default();
     next.chain(taken).chain(stated).collect()
+}
+
+/// Whether `words[at]` is a version number, not a quantity: a number a unit follows, alone
+/// ("24 hours") or in a list ("300, 600 and 900 px"), says how much.
+fn version_at(words: &[String], at: usize) -> bool {
+    let number = |w: &String| is_version(w);
+    let unit = words[at..]
+        .iter()
+        .find(|w| !number(w) && !matches!(w.as_str(), "and" | "or"));
+    words.get(at).is_some_and(number) && !unit.is_some_and(|w| is_unit(w))
 }
 
 /// The words of `text`, lowercase, with the dots inside them (`ios`, `16.0`, `v1.29.4`): where
@@ -917,9 +929,10 @@ fn conditional(text: &str) -> bool {
     CONDITIONS.contains(&first.as_str()) && text.split(';').next().unwrap_or("").contains(',')
 }
 
-/// The acronyms of a text: words of three to six capitals (`MSRV`), lowercase.
+/// The acronyms of a text: words of three to six capitals (`MSRV`), lowercase; not a variable's
+/// name (`$PORT`, `DATABASE_URL`).
 fn acronyms(text: &str) -> BTreeSet<String> {
-    text.split(|c: char| !c.is_alphanumeric())
+    text.split(|c: char| !c.is_alphanumeric() && c != '$' && c != '_')
         .filter(|w| (3..=6).contains(&w.len()) && w.bytes().all(|b| b.is_ascii_uppercase()))
         .map(str::to_lowercase)
         .collect()
@@ -1593,6 +1606,38 @@ mod tests {
             "CI starts Postgres 16.2 in a container for the tests",
         );
         assert_eq!(successor_of(&items, "the service runs"), None);
+        // A number a unit follows is a quantity, alone or in a list; a unit is no name.
+        for (older, newer) in [
+            (
+                "covers are resized by Hugo to 300, 600 and 900 px wide WebP in one partial",
+                "we build with Hugo 0.134.3 extended from now on, on Netlify and on every machine",
+            ),
+            (
+                "a failed MQTT connection is retried with 2 s, 4 s, 8 s pauses",
+                "the measuring period is read from NVS key period_s (1800 s by default)",
+            ),
+        ] {
+            let items = older_then(older, newer);
+            let start = &older[..20];
+            assert_eq!(
+                successor_of(&items, start),
+                None,
+                "{:?}",
+                successors(&items)
+            );
+        }
+    }
+
+    #[test]
+    fn a_variables_name_is_no_acronym() {
+        assert!(acronyms("the service listens on $PORT or DATABASE_URL").is_empty());
+        assert!(acronyms("the MSRV is 1.74").contains("msrv"));
+        // "pool; one row per tally": its initials spell the variable's name.
+        let items = older_then(
+            "the service listens on port 8080, or on $PORT when it is set",
+            "counts are stored through hand-written SQL on a DB.open pool; one row per tally",
+        );
+        assert_eq!(successor_of(&items, "the service listens"), None);
     }
 
     #[test]
