@@ -18,7 +18,9 @@
 //!   tells the same [failure mode](super::modes) (a command held at a question, a server left
 //!   in the foreground, a test that needed the network or read the real clock…), but not when
 //!   the two tell different modes; a failure mode whose missions' wordings name each its own
-//!   tools graduates in the mode's own general words;
+//!   tools graduates in the mode's own general words; a lesson of formatting before committing
+//!   is seen again only where another mission's names the same tool (`prettier` is not
+//!   `clang-format`);
 //!
 //! and only when it is general and has a wording that names nothing of one mission
 //! ([hygiene](super::hygiene)).
@@ -330,10 +332,21 @@ impl Recurrence {
                 }
             }
         }
+        // Formatting before committing is one lesson per formatter, as within a mission (see
+        // `items`): another mission's telling names a tool this one names.
+        let formatting = told(item, LOOKED_UP).any(practices::formats);
+        let tools = practices::tools(&item.words);
+        let same_tool = |r: &Recorded| {
+            r.texts.iter().any(|text| {
+                let words = analyse(text, &self.contexts[r.context]).words;
+                !tools.is_disjoint(&practices::tools(&words))
+            })
+        };
         found
             .into_iter()
             .map(|number| &self.recorded[number])
             .filter(|r| r.mission != self.mission && !own.contains(r.id.as_str()))
+            .filter(|r| !formatting || same_tool(r))
             .collect()
     }
 
@@ -1147,6 +1160,35 @@ mod tests {
         );
         let (done, _) = graduated_in("m-2", &lesson, &ledger, None);
         assert_eq!(done, []);
+    }
+
+    #[test]
+    fn formatting_before_committing_recurs_only_with_its_formatter() {
+        let first = items_of(
+            "[2026-04-24T10:00:00Z] worker F-3 LESSON: forgot clang-format -i again and the \
+             validator's format check failed; run it before each commit\n",
+        );
+        let second = |text: &str| {
+            items_of(&format!(
+                "[2026-05-02T10:00:00Z] worker F-7 LESSON: {text}\n"
+            ))
+        };
+        let (done, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
+        assert_eq!(done, []);
+        // Another formatter's convention shares the validator, the check and its failure.
+        let other = second(
+            "prettier again: the validator's format check failed on the partial; run it before \
+             each commit",
+        );
+        let (done, _) = graduated_in("m-2", &other, &ledger, None);
+        assert_eq!(done, []);
+        // The same formatter's recurs.
+        let same = second(
+            "the validator's format check failed on the new file: clang-format -i before each \
+             commit, every time",
+        );
+        let (done, _) = graduated_in("m-2", &same, &ledger, None);
+        assert_eq!(done.len(), 1, "{done:?}");
     }
 
     #[test]

@@ -340,7 +340,7 @@ const PRACTICE_SHARE: f64 = 0.5;
 const COMPARED_PER_PRACTICE: usize = 64;
 
 /// Joins the nodes (`members`, `named`, by number) that tell one practice (`practice_of`), name a
-/// tool in common (a word but the practices' own) and are alike at `least` (`ids`: their weighted
+/// tool in common ([`practices::tools`]) and are alike at `least` (`ids`: their weighted
 /// words), each compared with the practice's first [`COMPARED_PER_PRACTICE`] nodes. A node
 /// only ever joins others: an item that graduated is never parted by a later entry of its
 /// practice.
@@ -350,17 +350,12 @@ fn join_by_practice(
     ids: &[Vec<u32>],
     least: f64,
 ) {
-    let practice_words: Vec<&'static str> = practices::words().collect();
-    let own = read_words(&practice_words.join(" "), &Context::default()).words;
-    let tools = |words: &[String]| -> BTreeSet<String> {
-        words.iter().filter(|w| !own.contains(w)).cloned().collect()
-    };
     let mut compared: HashMap<&str, Vec<(usize, BTreeSet<String>)>> = HashMap::new();
     for (number, ((_, words), _)) in named.iter().enumerate() {
         let Some(practice) = practice_of[number] else {
             continue;
         };
-        let named_here = tools(words);
+        let named_here = practices::tools(words);
         let earlier = compared.entry(practice).or_default();
         for (other, named_there) in earlier.iter() {
             let common = !named_here.is_disjoint(named_there);

@@ -5,7 +5,11 @@
 //! far apart for their words to meet; what tells a practice here is the words any telling of it
 //! needs, so that such entries are one item (see [`items`](super::items)).
 
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
 use super::modes::Words;
+use super::similarity::{read_words, Context};
 
 /// A practice: what tells it.
 #[derive(Debug)]
@@ -58,6 +62,26 @@ pub fn words() -> impl Iterator<Item = &'static str> {
         .copied()
 }
 
+/// The words of `words` (a text's, as the grouping reads them) that may name its tool: not a
+/// practice's own (see [`words`]), nor a flag or a letter, nor who checks and how a check
+/// ended. Two tellings of one practice that share none name no tool in common.
+pub fn tools(words: &[String]) -> BTreeSet<String> {
+    static OWN: OnceLock<Vec<String>> = OnceLock::new();
+    let own = OWN.get_or_init(|| {
+        let practice_words: Vec<&'static str> = self::words().collect();
+        read_words(&practice_words.join(" "), &Context::default()).words
+    });
+    words
+        .iter()
+        .filter(|w| w.len() >= 2 && !w.starts_with('`'))
+        .filter(|w| !own.contains(w) && !NO_TOOL.contains(&w.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// Who checks a practice, and how a check ended: words of any telling, no tool's.
+const NO_TOOL: &[&str] = &["ci", "fail", "failed", "fails", "reviewer", "validator"];
+
 /// Whether `text` tells the practice of formatting before committing: what a formatter checks
 /// is the formatter's rule, whoever enforces it (a validator, a hook, CI).
 pub fn formats(text: &str) -> bool {
@@ -75,7 +99,8 @@ pub(super) fn told_in(words: &Words<'_>) -> Option<&'static Practice> {
 }
 
 /// A word of formatting: a formatter's name ends in one (`gofmt`, `gdformat`, `perltidy`,
-/// `clang-format` split at its hyphen), or the project's style tool (`styler`, `stylua`).
+/// `clang-format` split at its hyphen), or the project's style tool (`styler`, `stylua`), or it
+/// is the formatter of the JavaScript world, `prettier`.
 fn formatting(word: &str) -> bool {
     [
         "fmt",
@@ -89,7 +114,7 @@ fn formatting(word: &str) -> bool {
     ]
     .iter()
     .any(|end| word.ends_with(end))
-        || ["style", "styled", "styler", "stylua"].contains(&word)
+        || ["prettier", "style", "styled", "styler", "stylua"].contains(&word)
 }
 
 /// What formatting comes before, or what refused the commit.
