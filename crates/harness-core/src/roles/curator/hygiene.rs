@@ -11,11 +11,12 @@
 //!   (`--memory-limit=1G`, `--timeout=120s`): what the tool needs;
 //! - an identifier, a constant's name or a file name (`assert_cmd`, `REGISTRY_TOKEN`,
 //!   `tailwind.config.js`; not a constant given a value, `GIT_PAGER=cat`, a tool's setting, nor
-//!   a product's name, `LuaJIT`) only when the entries of two features or two missions name it
-//!   (a tool's, not one feature's code), and one that the mission's decisions name
-//!   (`booking_status`: a name the project chose) only when another mission's entries name it
-//!   too; so a `name:qualifier` (`spotless:apply`, a tool's goal), but one the project runs as
-//!   a script (`npm run db:seed`) only when another mission's wording names it too;
+//!   a product's name, `LuaJIT`) only when the entries of two features or two missions name it,
+//!   in code or in words (`csrf_token`, "the CSRF token": a tool's, not one feature's code),
+//!   and one that the mission's decisions name (`booking_status`: a name the project chose)
+//!   only when another mission's entries name it too; so a `name:qualifier` (`spotless:apply`,
+//!   a tool's goal), but one the project runs as a script (`npm run db:seed`) only when another
+//!   mission's wording names it too;
 //! - another mission's wording of the same knowledge only when it names the same code (a
 //!   command, a flag, a variable: [`code_atoms`]) or the same words in a row (an error's text)
 //!   as one of this mission's: words of one subject alone (`integration`, `test`, `run`) are
@@ -235,9 +236,15 @@ pub fn general_wording(
         .map(|said| (*said, analyse(said.text, said.context)))
         .collect();
     let confirmed = |token: &str, by: &Said| {
+        // A name said in words names it too: `csrf_token`, "the CSRF token was missing".
+        let in_words = token.replace('_', " ");
+        let names = |text: &str| {
+            let text = text.to_lowercase();
+            text.contains(token) || (in_words.contains(' ') && text.contains(&in_words))
+        };
         let features: BTreeSet<Option<&str>> = all
             .iter()
-            .filter(|(s, _)| s.mission == by.mission && s.text.to_lowercase().contains(token))
+            .filter(|(s, _)| s.mission == by.mission && names(s.text))
             .map(|(s, _)| s.feature)
             .collect();
         (features.len() >= 2 && !by.context.chose(token)) || elsewhere(&all, by.mission, token)
@@ -870,5 +877,27 @@ mod tests {
             general_wording(&own, &[], TWO, None).as_deref(),
             Some("assert_cmd::Command::cargo_bin runs the built binary")
         );
+    }
+
+    #[test]
+    fn a_name_another_feature_says_in_words_is_named_by_it() {
+        let web = Context::new("/p/clinic", ["F-001"]);
+        let by = |first: &'static str| {
+            [
+                said(first, "web", &web, "F-003"),
+                said(
+                    "put hx-headers with {{ csrf_token }} on the body tag and every htmx POST passes",
+                    "web",
+                    &web,
+                    "F-006",
+                ),
+            ]
+        };
+        // (The first names a file of one feature: not general itself.)
+        let own = by("htmx POST to bookings/new.html refused: the CSRF token was missing");
+        let wording = general_wording(&own, &[], TWO, None);
+        assert!(wording.is_some_and(|w| w.contains("csrf_token")));
+        let own = by("htmx POST to bookings/new.html refused: a token was missing");
+        assert_eq!(general_wording(&own, &[], TWO, None), None);
     }
 }
