@@ -648,16 +648,7 @@ fn earned(
     }
     let wordings = hygiene::wordings(item);
     // The agent's call, when it made one, in place of the rules of thumb.
-    let local = match general {
-        Some(_) => false,
-        None => {
-            wordings
-                .iter()
-                .any(|(text, ..)| hygiene::projects_rule(text))
-                || hygiene::about_features(item, context)
-        }
-    };
-    if local {
+    if general.is_none() && hygiene::of_the_project(&wordings, item, context) {
         return None;
     }
     let (own, with_agents) = own_wordings(wordings, general, &recurrence.mission, context);
@@ -914,6 +905,25 @@ mod tests {
             Some("# Identity: worker\n- Run cargo test -q to keep output short.\n".into()),
         )];
         assert!(graduated_alone(&items, &identities).is_empty());
+    }
+
+    #[test]
+    fn what_most_wordings_say_is_done_as_everything_else_here_is_the_projects() {
+        let graduated = |second: &str| {
+            let items = items_of(&format!(
+                "[2026-04-24T10:00:00Z] worker F-1 TRICK: the batch returns createdAt as an ISO string in UTC\n\
+                 [2026-04-24T11:00:00Z] worker F-2 TRICK: {second}\n"
+            ));
+            graduated_alone(&items, &vec![(Role::Worker, None)]).len()
+        };
+        assert_eq!(
+            graduated("createdAt goes out as an ISO string in UTC, like every response"),
+            0
+        );
+        assert_eq!(
+            graduated("createdAt goes out as an ISO string in UTC, never epoch ms"),
+            1
+        );
     }
 
     #[test]

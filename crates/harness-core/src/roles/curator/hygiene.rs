@@ -169,6 +169,19 @@ pub fn projects_rule(text: &str) -> bool {
         })
 }
 
+/// Whether `text` says it was done as everything else of its kind is done here ("like every
+/// response", "as each feature's tests", "like the other prefabs", "as the rest of the API
+/// does"): a convention of the project, when most of an item's wordings say so.
+pub fn as_the_rest(text: &str) -> bool {
+    let words = lowered_words(text);
+    let like = |word: &String| matches!(word.as_str(), "like" | "as");
+    words.windows(2).any(|w| {
+        like(&w[0]) && matches!(w[1].as_str(), "every" | "each" | "all" | "other" | "others")
+    }) || words
+        .windows(3)
+        .any(|w| like(&w[0]) && w[1] == "the" && (w[2].starts_with("other") || w[2] == "rest"))
+}
+
 /// Whether the lesson `text` reports that its worker applied a lesson ("ran the formatter before
 /// the commit this time", "the hook passed the first time for once"): what went right once
 /// because an earlier lesson was followed, not new knowledge.
@@ -194,6 +207,23 @@ fn lowered_words(text: &str) -> Vec<String> {
         .filter(|w| !w.is_empty())
         .map(str::to_string)
         .collect()
+}
+
+/// Whether `item` (its `wordings`, read in `context`) is knowledge of this project alone: a
+/// wording says it is the project's rule, most say it is done as everything else here is, or
+/// every entry names a feature id.
+pub fn of_the_project(
+    wordings: &[(&str, Option<&str>, Tag)],
+    item: &Item,
+    context: &Context,
+) -> bool {
+    let done_as_the_rest = wordings
+        .iter()
+        .filter(|(text, ..)| as_the_rest(text))
+        .count();
+    wordings.iter().any(|(text, ..)| projects_rule(text))
+        || done_as_the_rest * 2 >= wordings.len()
+        || about_features(item, context)
 }
 
 /// Whether every entry of `item` names a feature id: knowledge about the project's features.
@@ -574,6 +604,19 @@ mod tests {
         ));
         assert!(!projects_rule(
             "this time the service answered before the timeout"
+        ));
+        // Done as the rest of its kind is here: the project's convention (see `as_the_rest`).
+        assert!(as_the_rest(
+            "createdAt is an ISO string in UTC like every response"
+        ));
+        assert!(as_the_rest(
+            "renamed to LevelButton in Assets/Prefabs/UI/ like the other prefabs"
+        ));
+        assert!(as_the_rest(
+            "the responses carry ISO strings in UTC as the rest of the API does"
+        ));
+        assert!(!as_the_rest(
+            "as long as the server runs, every request is logged"
         ));
         // The reviewer is the validator in other words.
         assert!(projects_rule(
