@@ -45,7 +45,7 @@ pub const MODES: &[Mode] = &[
         lesson: "a server or a watcher started in the foreground never returns and holds the \
                  iteration until its timeout: run a watcher's one-shot form, and start a server \
                  in the background, keep its pid and stop it when done",
-        tells: |w| w.held() && w.has(SERVING),
+        tells: |w| w.held() && (w.has(SERVING) || w.has_phrase(SERVING_PHRASES)),
     },
     Mode {
         phrase: "<real clock>",
@@ -89,8 +89,8 @@ pub fn lesson_of(text: &str) -> Option<&'static Mode> {
 
 /// Held: the command or the iteration waited.
 const HELD: &[&str] = &[
-    "hang", "hanging", "hangs", "hung", "stuck", "timed", "timeout", "wait", "waited", "waiting",
-    "waits",
+    "forever", "hang", "hanging", "hangs", "hung", "stuck", "timed", "timeout", "wait", "waited",
+    "waiting", "waits",
 ];
 const HELD_PHRASES: &[&[&str]] = &[
     &["sat", "there"],
@@ -141,6 +141,8 @@ const SERVING: &[&str] = &[
     "watcher",
     "watching",
 ];
+/// What a watcher does ("rebuilds on every change").
+const SERVING_PHRASES: &[&[&str]] = &[&["every", "change"], &["every", "save"]];
 /// Told of a failure, the network: what the command needed and the sandbox, CI or the machine
 /// did not give ("failed offline", "there is no network in the sandbox"), or a public service
 /// refused.
@@ -154,6 +156,9 @@ const NETWORK_PHRASES: &[&[&str]] = &[
     &["remote", "service"],
     &["no", "such", "host"],
     &["could", "not", "resolve"],
+    &["could", "not", "reach"],
+    &["cannot", "reach"],
+    &["no", "route"],
     &["too", "many", "requests"],
     &["rate", "limited"],
 ];
@@ -417,12 +422,15 @@ mod tests {
             "compose up stayed attached to the logs and sat there until the timeout",
             "dune test -w keeps watching the files and never gives the shell back",
             "I started morbo in the foreground and the iteration never got its prompt back",
+            "(clack:clackup app :server :woo) from a script blocks forever",
+            "latexmk -pvc rebuilds on every change and never exits, so the iteration timed out",
         ] {
             assert_eq!(phrase(text), Some("<server in the foreground>"), "{text}");
         }
         // A server, held by nothing; held by a question, which comes first.
         for (text, mode) in [
             ("the server answers 502 when the upstream is down", None),
+            ("the dev server reloads the page on every save", None),
             (
                 "the dev server asked \"Use another port? (Y/n)\" and waited",
                 Some("<held at a question>"),
@@ -440,6 +448,9 @@ mod tests {
             "the suite called the public API and got 429 Too Many Requests on every other run",
             "the leaderboard test posted to the real score server and hung on CI with no network",
             "the confirmation test sent a real request to the SMS gateway and hung",
+            "qlot install could not reach dist.quicklisp.org from the sandbox and failed",
+            "ocicl install pulls from ghcr.io, which the sandbox cannot reach; it failed",
+            "tlmgr install siunitx failed in the sandbox, no route to the CTAN mirror",
         ] {
             assert_eq!(phrase(text), Some("<no network>"), "{text}");
         }
