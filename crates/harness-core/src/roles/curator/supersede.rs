@@ -45,12 +45,12 @@
 //!   It replaces a decision that states its subject only if it names that subject (a word of it,
 //!   or one that begins or is begun by one: "time" for "timestamps") or another version of it.
 //!
-//! A decision that adds to others ("also", "too", "as well", "X joins Y", in its first clause),
-//! or says what is done in one case
-//! ("until the user signs in, …"), replaces none. A decision that replaces one on its subject or
-//! in its words replaces no other by the change it announces: the change is that one. The
-//! successor of a decision is the newer one on its subject (by its words or what it is about
-//! first, then by a change it announces), the most similar, then the latest. Decisions are
+//! A decision that adds to others ("also", "too", "as well", "like the rest", "X joins Y", in
+//! its first clause), or says what is done in one case ("until the user signs in, …"), replaces
+//! none. A decision that replaces one on its subject or in its words replaces no other by the
+//! change it announces: the change is that one. The successor of a decision is the newer one on
+//! its subject (by its words or what it is about first, then by a change it announces), the
+//! most similar, then the latest. Decisions are
 //! compared with the [`WINDOW`] decisions before them that share what they are about or, for a
 //! change announced, any of them: a log of many thousands of decisions costs no more than its
 //! decisions.
@@ -117,9 +117,19 @@ const GONE: &[&str] = &[
 /// Words that open what comes of a decision or why it is taken (with the spaces around them).
 const CONSEQUENCES: &[&str] = &[" because ", " so "];
 /// Words that say, in a decision's first clause, that it adds to earlier ones ("the Input Map
-/// also binds a gamepad"); said later, they tell of what else follows from it ("…, and CI says
-/// 5.2 as well").
-const ADDITIONS: &[&str] = &["additionally", "also", "as well", "in addition", "too"];
+/// also binds a gamepad", "exports live under /api/v1 like the rest"); said later, they tell of
+/// what else follows from it ("…, and CI says 5.2 as well").
+const ADDITIONS: &[&str] = &[
+    "additionally",
+    "also",
+    "as well",
+    "as the others",
+    "as the rest",
+    "in addition",
+    "like the others",
+    "like the rest",
+    "too",
+];
 /// Words that say, in a decision's first clause, that what it decides joins what was decided
 /// before ("credit card joins iDEAL and Bancontact at checkout"); said later, they tell of
 /// something else ("…; ggplot2 joins Imports").
@@ -1653,6 +1663,24 @@ mod tests {
             older,
             "checkout offers bank transfer only now; the provider's SDK joins the dependencies",
         );
+        assert!(
+            successor_of(&items, older).is_some(),
+            "{:?}",
+            successors(&items)
+        );
+    }
+
+    #[test]
+    fn what_is_done_like_the_rest_replaces_nothing() {
+        let older = "every endpoint lives under /api/v1 (/api/v1/shelves, /api/v1/items)";
+        let newer = |how: &str| {
+            older_then(
+                older,
+                &format!("exports live under /api/v1 {how}: GET /api/v1/shelves/:code/report.csv"),
+            )
+        };
+        assert_eq!(successor_of(&newer("like the rest"), older), None);
+        let items = newer("now");
         assert!(
             successor_of(&items, older).is_some(),
             "{:?}",
