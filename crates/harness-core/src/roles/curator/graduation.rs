@@ -335,7 +335,10 @@ impl Recurrence {
         // Formatting before committing is one lesson per formatter, as within a mission (see
         // `items`): another mission's telling names a tool this one names.
         let formatting = told(item, LOOKED_UP).any(practices::formats);
-        let tools = practices::tools(&item.words);
+        let tools = match formatting {
+            true => practices::tools(&item.words),
+            false => BTreeSet::new(),
+        };
         let same_tool = |r: &Recorded| {
             r.texts.iter().any(|text| {
                 let words = analyse(text, &self.contexts[r.context]).words;
