@@ -17,10 +17,11 @@
 //!   effect, "the iteration hung until the timeout", in whatever tool's words around it) or
 //!   tells the same [failure mode](super::modes) (a command held at a question, a server left
 //!   in the foreground, a test that needed the network or read the real clock…), but not when
-//!   the two tell different modes; a failure mode whose missions' wordings name each its own
-//!   tools graduates in the mode's own general words; a lesson of formatting before committing
-//!   is seen again only where another mission's names the same tool (`prettier` is not
-//!   `clang-format`);
+//!   the two tell different modes; a failure mode that each of them told in its own tools (no
+//!   code in common) graduates in the mode's own general words, not in one mission's; a failure
+//!   that tells a mode an identity line graduated from a failure tells is that line's
+//!   knowledge, whatever its tool; a lesson of formatting before committing is seen again only
+//!   where another mission's names the same tool (`prettier` is not `clang-format`);
 //!
 //! and only when it is general and has a wording that names nothing of one mission
 //! ([hygiene](super::hygiene)).
@@ -424,6 +425,9 @@ struct Known {
     modal: Vec<bool>,
     /// The failure mode each line tells, if any, by its number.
     told: Vec<Option<&'static str>>,
+    /// The failure modes told by lines that graduated from a failure: any failure of one of
+    /// them is what such a line says, in whatever tool's words.
+    failures: BTreeSet<&'static str>,
 }
 
 impl Known {
@@ -436,6 +440,7 @@ impl Known {
             marked: Vec::new(),
             modal: Vec::new(),
             told: Vec::new(),
+            failures: BTreeSet::new(),
         };
         for whole in text.lines() {
             let shown = strip_comments(whole);
@@ -447,7 +452,7 @@ impl Known {
             let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
             let text = shown.trim_start_matches(['-', '*', ' ']);
             let words = vocabulary.weighted_ids(&said_words(shown));
-            known.add(&ids, words, text);
+            known.add(&ids, words, (text, whole));
         }
         known
     }
@@ -463,7 +468,9 @@ impl Known {
         same: &[&str],
         (numbered, mode): (&[Vec<u32>; 2], Option<&str>),
     ) -> bool {
+        let failure = item.kind == Kind::Avoid;
         item.entry_ids().any(|id| self.ids.contains_key(id))
+            || (failure && mode.is_some_and(|mode| self.failures.contains(mode)))
             || same.iter().any(|id| {
                 self.ids.get(*id).is_some_and(|(number, line)| {
                     self.modal[*number]
@@ -476,11 +483,15 @@ impl Known {
 
     /// Takes a line into account: the ids it names, its words, numbered, whether it (`text`)
     /// says a failure mode's lesson, and the mode it tells.
-    fn add(&mut self, ids: &[&str], numbered: Vec<u32>, text: &str) {
+    fn add(&mut self, ids: &[&str], numbered: Vec<u32>, (text, whole): (&str, &str)) {
         let line = self.marked.len();
+        let told = told_phrase(text);
         self.marked.push(ids.len());
         self.modal.push(modes::lesson_of(text).is_some());
-        self.told.push(told_phrase(text));
+        self.told.push(told);
+        if from_a_failure(whole) {
+            self.failures.extend(told);
+        }
         for id in ids {
             self.ids.insert(id.to_string(), (line, numbered.clone()));
         }
@@ -603,7 +614,7 @@ pub fn graduate(
         );
         let ids: Vec<&str> = std::iter::once(item.id.as_str()).chain(same).collect();
         let [_, numbered] = numbered;
-        file.add(&ids, numbered, &wording);
+        file.add(&ids, numbered, (&wording, &line));
         graduated.push(Graduation {
             id: item.id.clone(),
             role: item.role,
@@ -614,6 +625,18 @@ pub fn graduate(
     }
     graduated.sort_by_key(|g| Role::ALL.iter().position(|r| *r == g.role));
     Ok(graduated)
+}
+
+/// How the reason of a line graduated from a failure begins: a failure mode seen in missions,
+/// or a failure, then its lesson, reported by distinct workers.
+const FAILURE_MODE: &str = "failure mode";
+const FAILURE_THEN_LESSON: &str = "failure, then its lesson,";
+
+/// Whether the identity line `whole` graduated from a failure (its reason says so).
+fn from_a_failure(whole: &str) -> bool {
+    [FAILURE_MODE, FAILURE_THEN_LESSON]
+        .iter()
+        .any(|reason| whole.contains(&format!(": {reason} ")))
 }
 
 /// The graduation `item` earned, if any: the first rule it meets in a wording that is general
@@ -672,7 +695,7 @@ fn earned(
             let what = match (trick, general) {
                 (true, _) => "TRICK",
                 (false, Some(_)) => "general knowledge",
-                (false, None) => "failure, then its lesson,",
+                (false, None) => FAILURE_THEN_LESSON,
             };
             let reason = format!(
                 "{what} reported by {} distinct workers: {}",
@@ -684,13 +707,27 @@ fn earned(
     }
     if missions.len() >= params.graduate_failure_missions {
         let needed = Needed::Missions(params.graduate_failure_missions);
-        // A failure mode every agent meets, told in each mission's own tools, may have no
-        // general wording among the missions' own (each names its own tools and values): it
-        // graduates in the mode's general words.
+        // A failure mode every agent meets, told by each mission in its own tools (they name no
+        // code in common), graduates in the mode's general words: a mission's wording that names
+        // nothing of it still tells its own tool's case ("the throwaway key belongs in the
+        // repository"). Told with the same tool ("npm ci --offline" in both), that mission's
+        // wording says it best. The agent's general wording, when it gave one, comes first.
         let lesson = || mode_lesson(item, recurrence, matched, params.graduate_failure_missions);
-        if let Some(wording) = wording(needed).or_else(lesson) {
+        let own_code: BTreeSet<String> = own
+            .iter()
+            .flat_map(|said| hygiene::code_atoms(said.text))
+            .collect();
+        let same_tool = others
+            .iter()
+            .any(|said| !hygiene::code_atoms(said.text).is_disjoint(&own_code));
+        let chosen = match general {
+            Some(_) => wording(needed),
+            None if !same_tool => lesson().or_else(|| wording(needed)),
+            None => wording(needed).or_else(lesson),
+        };
+        if let Some(wording) = chosen {
             let what = if item.kind == Kind::Avoid {
-                "failure mode"
+                FAILURE_MODE
             } else {
                 "lesson"
             };
@@ -1324,6 +1361,69 @@ mod tests {
         let file = appended(Role::Worker, None, &[done[0].line.clone()]);
         let (again, _) = graduated_in("m-3", &third, &ledger, Some(&file));
         assert_eq!(again, []);
+    }
+
+    #[test]
+    fn a_failure_mode_graduates_in_its_words_and_once() {
+        let fail = |when: &str, text: &str| {
+            items_of(&format!(
+                "[2026-{when}T10:00:00Z] worker F-3 FAIL: {text}\n"
+            ))
+        };
+        let lesson = modes::MODES
+            .iter()
+            .find(|m| m.phrase == "<no network>")
+            .unwrap()
+            .lesson;
+        let (_, ledger) = graduated_in(
+            "m-1",
+            &fail(
+                "04-24",
+                "qlot install could not reach the dist server and failed",
+            ),
+            &Ledger::default(),
+            None,
+        );
+        // The second mission's wording names nothing of it, but tells its own tool's case.
+        let second = fail(
+            "05-02",
+            "the package install needed the network and failed offline",
+        );
+        let (done, _) = graduated_in("m-2", &second, &ledger, None);
+        assert_eq!(done.len(), 1, "{done:?}");
+        assert!(
+            done[0].line.starts_with(&format!("- {lesson} <!--")),
+            "{}",
+            done[0].line
+        );
+        // A line one mission graduated from a failure and its lesson knows the mode: two other
+        // missions' failures of it, which the line does not name, are its knowledge.
+        let within = items_of(
+            "[2026-04-24T10:00:00Z] worker F-3 FAIL: gleam add could not reach the package \
+             server, no network in the sandbox; vendor the packages first\n\
+             [2026-04-24T12:00:00Z] worker F-7 LESSON: gleam add fails with no network in the \
+             sandbox: vendor the packages first\n",
+        );
+        let (done, _) = graduated_in("m-1", &within, &Ledger::default(), None);
+        assert_eq!(done.len(), 1, "{done:?}");
+        let file = appended(Role::Worker, None, &[done[0].line.clone()]);
+        let (_, others) = graduated_in(
+            "m-3",
+            &fail(
+                "06-02",
+                "ocicl install could not reach the registry and failed",
+            ),
+            &Ledger::default(),
+            None,
+        );
+        let fourth = fail(
+            "07-02",
+            "pack_install needed the network, which the sandbox lacks",
+        );
+        let (again, _) = graduated_in("m-4", &fourth, &others, Some(&file));
+        assert_eq!(again, []);
+        let (alone, _) = graduated_in("m-4", &fourth, &others, None);
+        assert_eq!(alone.len(), 1, "{alone:?}");
     }
 
     #[test]
