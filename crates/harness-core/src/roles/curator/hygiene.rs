@@ -114,9 +114,10 @@ pub fn wordings(item: &Item) -> Vec<(&str, Option<&str>, Tag)> {
 }
 
 /// Whether `text` says that this project's validator (its reviewer) checks something, that the
-/// project asks for it, or that it is so in this project: a rule of the project ("the validator
-/// rejects unprefixed models", "a /// comment on every public function, as the project
-/// requires", "in this service an error is always a JSON body"), not general knowledge.
+/// project asks for it, that it is so in this project, or that it is the team's rule: a rule of
+/// the project ("the validator rejects unprefixed models", "a /// comment on every public
+/// function, as the project requires", "in this service an error is always a JSON body", "our
+/// convention"), not general knowledge.
 pub fn projects_rule(text: &str) -> bool {
     const CHECKS: &[&str] = &[
         "check", "checks", "demands", "expects", "flags", "greps", "insists", "looks", "reads",
@@ -146,6 +147,7 @@ pub fn projects_rule(text: &str) -> bool {
         "service",
         "site",
     ];
+    const RULES: &[&str] = &["convention", "conventions", "rule", "rules", "style"];
     // What a formatter checks is the formatter's rule, whoever enforces it ("committing
     // without dune fmt: the validator rejects it").
     if practices::formats(text) {
@@ -155,7 +157,16 @@ pub fn projects_rule(text: &str) -> bool {
     let of_this = words
         .windows(2)
         .any(|pair| pair[0] == "this" && OWN.contains(&pair[1].as_str()));
+    // The team's rule, our convention, the house style.
+    let ours = words.iter().enumerate().any(|(at, word)| {
+        matches!(word.as_str(), "team" | "house" | "our")
+            && words[at + 1..]
+                .iter()
+                .find(|next| *next != "s")
+                .is_some_and(|next| RULES.contains(&next.as_str()))
+    });
     of_this
+        || ours
         || words.iter().enumerate().any(|(at, word)| {
             let verbs = match word.as_str() {
                 "project" => ASKS,
@@ -604,6 +615,16 @@ mod tests {
         ));
         assert!(!projects_rule(
             "this time the service answered before the timeout"
+        ));
+        // The team's rule, our convention, the house style.
+        assert!(projects_rule(
+            "the man pages repeat the Example: line of --help, the team's rule for every command"
+        ));
+        assert!(projects_rule(
+            "four-space indentation and one goal per line: our convention, checked in review"
+        ));
+        assert!(!projects_rule(
+            "the team reads the help before the man page"
         ));
         // Done as the rest of its kind is here: the project's convention (see `as_the_rest`).
         assert!(as_the_rest(
