@@ -705,6 +705,7 @@ const FLOORS: &[(&str, Least, [f64; 3], usize, usize)] = &[
     ("blind11", (10, 20), [0.99, 0.78, 0.60], 28, 0),
     ("blind12", (15, 30), [0.85, 0.59, 0.82], 30, 3),
     ("blind13", (10, 20), [0.72, 0.84, 0.80], 26, 2),
+    ("blind14", (10, 20), [0.99, 0.72, 0.79], 24, 0),
 ];
 
 /// Scores the blind log `name` and checks that it holds its floor (see [`FLOORS`]).
@@ -873,6 +874,17 @@ fn curation_score_on_the_thirteenth_blind_log() {
     holds_its_floor("blind13");
 }
 
+/// The fourteenth blind log (a Gleam service, Bash tools, an SWI-Prolog solver) was scored once
+/// (BENCHMARKS.md) at the session's start, 0.67 / 0.55 / 0.80, and with the rules made with the
+/// twelfth and thirteenth, 0.70 / 0.64 / 0.80, both keeping 23 of 26 current decisions and no
+/// superseded one. General rules came after (a failure mode graduates in its own words, and a
+/// line graduated from a failure knows its mode; the team's rule is the project's; "between"
+/// ends a subject's head); what is asserted is that nothing gets worse than after them.
+#[test]
+fn curation_score_on_the_fourteenth_blind_log() {
+    holds_its_floor("blind14");
+}
+
 /// The curator's agent making the calls a careful human makes (which items say the same, which
 /// decision replaces which, what is local, what is general and in what words), on every
 /// labelled log: what the rules cannot see is then seen, and the rules still check each call
@@ -886,7 +898,7 @@ fn curation_score_with_the_agent_judging() {
     let only = std::env::var("CURATION_LOG").ok();
     for name in [
         "main", "holdout", "fresh", "blind", "blind2", "blind3", "blind4", "blind5", "blind6",
-        "blind7", "blind8", "blind9", "blind10", "blind11", "blind12", "blind13",
+        "blind7", "blind8", "blind9", "blind10", "blind11", "blind12", "blind13", "blind14",
     ] {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;
