@@ -307,7 +307,8 @@ impl Recurrence {
         }
         let own: HashSet<&str> = item.entry_ids().collect();
         let mut found: BTreeSet<usize> = BTreeSet::new();
-        for text in told(item, LOOKED_UP) {
+        let texts: Vec<&str> = told(item, LOOKED_UP).collect();
+        for &text in &texts {
             let words = analyse(text, &self.context).words;
             found.extend(
                 self.index
@@ -335,7 +336,7 @@ impl Recurrence {
         }
         // Formatting before committing is one lesson per formatter, as within a mission (see
         // `items`): another mission's telling names a tool this one names.
-        let formatting = told(item, LOOKED_UP).any(practices::formats);
+        let formatting = texts.iter().any(|text| practices::formats(text));
         let tools = match formatting {
             true => practices::tools(&item.words),
             false => BTreeSet::new(),
@@ -713,16 +714,15 @@ fn earned(
         // repository"). Told with the same tool ("npm ci --offline" in both), that mission's
         // wording says it best. The agent's general wording, when it gave one, comes first.
         let lesson = || mode_lesson(item, recurrence, matched, params.graduate_failure_missions);
-        let own_code: BTreeSet<String> = own
-            .iter()
-            .flat_map(|said| hygiene::code_atoms(said.text))
-            .collect();
-        let same_tool = others
-            .iter()
-            .any(|said| !hygiene::code_atoms(said.text).is_disjoint(&own_code));
+        let same_tool = || {
+            let own_code = hygiene::code_named(&own);
+            others
+                .iter()
+                .any(|said| !hygiene::code_atoms(said.text).is_disjoint(&own_code))
+        };
         let chosen = match general {
             Some(_) => wording(needed),
-            None if !same_tool => lesson().or_else(|| wording(needed)),
+            None if !same_tool() => lesson().or_else(|| wording(needed)),
             None => wording(needed).or_else(lesson),
         };
         if let Some(wording) = chosen {

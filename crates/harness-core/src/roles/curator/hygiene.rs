@@ -291,7 +291,7 @@ pub fn general_wording(
         (features.len() >= 2 && !by.context.chose(token)) || elsewhere(&all, by.mission, token)
     };
     let mission = own.first().map_or("", |s| s.mission);
-    let own_code: BTreeSet<String> = own.iter().flat_map(|s| code_atoms(s.text)).collect();
+    let own_code = code_named(own);
     let said_phrases: Vec<BTreeSet<String>> = all.iter().map(|(s, _)| phrases(s.text)).collect();
     // `all` begins with `own`.
     let own_phrases: BTreeSet<&String> = said_phrases[..own.len()].iter().flatten().collect();
@@ -423,6 +423,15 @@ fn after_flag(text: &str, token: &str) -> bool {
                 .starts_with(char::is_alphabetic)
             && similarity::trimmed(pair[1]).to_lowercase() == token
     })
+}
+
+/// The [code atoms](code_atoms) that any of `wordings` names: what a mission's wordings of a
+/// piece of knowledge name in code, to which another mission's wording speaks.
+pub fn code_named(wordings: &[Said]) -> BTreeSet<String> {
+    wordings
+        .iter()
+        .flat_map(|said| code_atoms(said.text))
+        .collect()
 }
 
 /// The atoms of the code that `text` names, lowercase: each flag (`--offline`, `-a`) whole,
