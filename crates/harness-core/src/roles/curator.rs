@@ -351,9 +351,9 @@ pub fn curate(
     // Graduation, and this mission's failure modes and lessons in the ledger.
     let (eligible, ledger) = eligible_and_ledger(snapshot, &items, &place);
     let recurrence = Recurrence::new(&ledger, params.similarity, &snapshot.mission, &context);
-    let graduations = graduate_new(
-        snapshot,
-        &eligible,
+    let graduations = graduation::graduate(
+        (&eligible, &snapshot.record.graduated),
+        &snapshot.identities,
         &recurrence,
         (&context, &judged),
         params,
@@ -430,32 +430,6 @@ fn eligible_and_ledger<'i>(
         .ledger
         .with_mission(&snapshot.mission, &snapshot.project, &eligible);
     (eligible, ledger)
-}
-
-/// What `eligible` items graduate in this pass: none this mission graduated before (the
-/// record says so), so that a line the user deleted from an identity file stays deleted.
-fn graduate_new(
-    snapshot: &Snapshot,
-    eligible: &[&Item],
-    recurrence: &Recurrence,
-    read: (&Context, &judgments::Judgments),
-    params: &Params,
-    cancel: &dyn Fn() -> bool,
-) -> Result<Vec<Graduation>, Cancelled> {
-    let before = &snapshot.record.graduated;
-    let candidates: Vec<&Item> = eligible
-        .iter()
-        .filter(|item| !item.entry_ids().any(|id| before.contains(id)))
-        .copied()
-        .collect();
-    graduation::graduate(
-        &candidates,
-        &snapshot.identities,
-        recurrence,
-        read,
-        params,
-        cancel,
-    )
 }
 
 /// The files a pass changes, from what it decided (`None`: unchanged); `.harness/mission-id`

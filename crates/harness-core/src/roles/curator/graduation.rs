@@ -444,18 +444,25 @@ impl Known {
             failures: BTreeSet::new(),
         };
         for whole in text.lines() {
-            let shown = strip_comments(whole);
-            let shown = shown.trim();
-            if shown.is_empty() || shown.starts_with('#') {
-                continue;
-            }
-            let ids = marker_ids(whole);
-            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-            let text = shown.trim_start_matches(['-', '*', ' ']);
-            let words = vocabulary.weighted_ids(&said_words(shown));
-            known.add(&ids, words, (text, whole));
+            known.add_line(whole, vocabulary);
         }
         known
+    }
+
+    /// Takes a line of an identity file (`whole`, its comment too) into account, if it says
+    /// something: one reading for the lines a file holds and those a pass graduates, so that
+    /// the next pass knows a line as the pass that wrote it did.
+    fn add_line(&mut self, whole: &str, vocabulary: &Vocabulary) {
+        let shown = strip_comments(whole);
+        let shown = shown.trim();
+        if shown.is_empty() || shown.starts_with('#') {
+            return;
+        }
+        let ids = marker_ids(whole);
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let text = shown.trim_start_matches(['-', '*', ' ']);
+        let words = vocabulary.weighted_ids(&said_words(shown));
+        self.add(&ids, words, (text, whole));
     }
 
     /// Whether it names `item`; or an item of another mission that says the same (`same`: their
@@ -539,27 +546,55 @@ fn line_words(text: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// The words whose rarity weighs what identity lines and `items` say: those of every eligible
+/// item, graduated before or not, and of the lines no item of them graduated. A pass that
+/// graduates a line and the next, which reads it in the file, then weigh alike.
+fn vocabulary(items: &[&Item], identities: &Identities) -> Vocabulary {
+    let marked: BTreeSet<String> = identities
+        .iter()
+        .flat_map(|(_, text)| text.as_deref().unwrap_or("").lines())
+        .flat_map(marker_ids)
+        .collect();
+    let ours: BTreeSet<String> = items
+        .iter()
+        .flat_map(|item| item.entry_ids())
+        .filter(|id| marked.contains(*id))
+        .map(str::to_string)
+        .collect();
+    let texts: Vec<Vec<String>> = identities
+        .iter()
+        .flat_map(|(_, text)| {
+            let others: Vec<&str> = text
+                .as_deref()
+                .unwrap_or("")
+                .lines()
+                .filter(|line| marker_ids(line).iter().all(|id| !ours.contains(id)))
+                .collect();
+            line_words(&others.join("\n"))
+        })
+        .collect();
+    Vocabulary::new(
+        texts
+            .iter()
+            .map(Vec::as_slice)
+            .chain(items.iter().map(|item| item.words.as_slice())),
+    )
+}
+
 /// The lines to graduate from `items` (those eligible, of this mission, read in `context`),
-/// given the identity files, the ledger's items (with this mission's) and the parameters.
-/// Deterministic: by role, then item. `cancel` is asked at every item.
+/// none of those this mission graduated `before` (so that a line the user deleted from an
+/// identity file stays deleted); given the identity files, the ledger's items (with this
+/// mission's) and the parameters. Deterministic: by role, then item. `cancel` is asked at every
+/// item.
 pub fn graduate(
-    items: &[&Item],
+    (items, before): (&[&Item], &BTreeSet<String>),
     identities: &Identities,
     recurrence: &Recurrence,
     (context, judged): (&Context, &Judgments),
     params: &Params,
     cancel: &dyn Fn() -> bool,
 ) -> Result<Vec<Graduation>, Cancelled> {
-    let texts: Vec<Vec<String>> = identities
-        .iter()
-        .flat_map(|(_, text)| line_words(text.as_deref().unwrap_or("")))
-        .collect();
-    let vocabulary = Vocabulary::new(
-        texts
-            .iter()
-            .map(Vec::as_slice)
-            .chain(items.iter().map(|item| item.words.as_slice())),
-    );
+    let vocabulary = vocabulary(items, identities);
     let mut known: BTreeMap<&str, Known> = identities
         .iter()
         .map(|(role, text)| {
@@ -567,7 +602,11 @@ pub fn graduate(
             (role.as_str(), known)
         })
         .collect();
-    let mut ordered: Vec<&Item> = items.to_vec();
+    let mut ordered: Vec<&Item> = items
+        .iter()
+        .filter(|item| !item.named_by(before))
+        .copied()
+        .collect();
     ordered.sort_by(|a, b| (a.first_seen, &a.id).cmp(&(b.first_seen, &b.id)));
     let mut graduated = Vec::new();
     for item in ordered {
@@ -613,9 +652,7 @@ pub fn graduate(
             item.last_seen.format("%Y-%m-%d"),
             recurrence.mission,
         );
-        let ids: Vec<&str> = std::iter::once(item.id.as_str()).chain(same).collect();
-        let [_, numbered] = numbered;
-        file.add(&ids, numbered, (&wording, &line));
+        file.add_line(&line, &vocabulary);
         graduated.push(Graduation {
             id: item.id.clone(),
             role: item.role,
@@ -911,7 +948,7 @@ mod tests {
         let none = Recurrence::new(&Ledger::default(), params.similarity, "m-1", &context);
         let judged = Judgments::default();
         graduate(
-            &refs,
+            (&refs, &BTreeSet::new()),
             identities,
             &none,
             (&context, &judged),
@@ -1058,7 +1095,7 @@ mod tests {
         let context = Context::default();
         let recurrence = Recurrence::new(&ledger, params.similarity, "m-2", &context);
         let done = graduate(
-            &refs,
+            (&refs, &BTreeSet::new()),
             &vec![],
             &recurrence,
             (&context, &Judgments::default()),
@@ -1076,7 +1113,7 @@ mod tests {
         let alone = Ledger::default().with_mission("m-2", "/b", &refs);
         let alone = Recurrence::new(&alone, params.similarity, "m-2", &context);
         assert!(graduate(
-            &refs,
+            (&refs, &BTreeSet::new()),
             &vec![],
             &alone,
             (&context, &Judgments::default()),
@@ -1102,7 +1139,7 @@ mod tests {
         let recurrence = Recurrence::new(&ledger, params.similarity, mission, &context);
         let identities: Identities = vec![(Role::Worker, worker.map(str::to_string))];
         let done = graduate(
-            &refs,
+            (&refs, &BTreeSet::new()),
             &identities,
             &recurrence,
             (&context, &Judgments::default()),
