@@ -144,6 +144,7 @@ find_binaries() {
 # and the curator always run so), to pass an interrupt on to.
 CHILDREN=()
 INTERRUPTED=''
+LAST_SIGNAL=''
 SIGNALS_RECEIVED=0
 
 # Ctrl-C (SIGINT) or SIGTERM on run.sh reaches the running children as the same signal: they
@@ -153,6 +154,7 @@ SIGNALS_RECEIVED=0
 forward_interrupt() {
   local signal=$1 pid
   INTERRUPTED=1
+  LAST_SIGNAL=$signal
   SIGNALS_RECEIVED=$((SIGNALS_RECEIVED + 1))
   for pid in ${CHILDREN[@]+"${CHILDREN[@]}"}; do
     kill -s "$signal" "$pid" 2>/dev/null || true
@@ -165,7 +167,7 @@ trap 'forward_interrupt TERM' TERM
 # gets no descriptor 9 (the feature's lock, which no agent may inherit) unless LOCK_FD=9 is set
 # for it.
 run_child() {
-  local pid rc='' status signals
+  local pid rc='' status signals=$SIGNALS_RECEIVED
   if [[ ${LOCK_FD:-} == 9 ]]; then
     "$@" &
   else
@@ -173,6 +175,10 @@ run_child() {
   fi
   pid=$!
   CHILDREN=("$pid")
+  # A signal that came after the child started but before it was listed was not passed on.
+  if [[ $signals -ne $SIGNALS_RECEIVED ]]; then
+    kill -s "$LAST_SIGNAL" "$pid" 2>/dev/null || true
+  fi
   # `wait` returns early (128 + the signal) when a trapped signal arrives, whether the child
   # goes on or has just ended (bash then keeps its status for the next `wait`): wait again until
   # a `wait` ran with no signal in between. 127 after an early return: the status was taken.
