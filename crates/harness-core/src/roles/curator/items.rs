@@ -10,8 +10,8 @@
 //! only a chain of alike entries links is parted where its parts are not alike on the whole
 //! ([`cohesive`]: their mean similarity under [`COHESION`] of the threshold). Two entries that
 //! alone name a flag or an identifier (`-race`, `have_css`) need less: [`NAME_SHARE`] of it;
-//! two that alone name a value of the mission (a path, an address, an e-mail) less still:
-//! [`VALUE_SHARE`]; two that tell one [practice](super::practices) (the tests at hand,
+//! two that alone name a value of the mission (a path, an address, an e-mail, or a part of one:
+//! [`value_parts`]) less still: [`VALUE_SHARE`]; two that tell one [practice](super::practices) (the tests at hand,
 //! formatting before committing) and name a tool in common, [`PRACTICE_SHARE`]. Failures that
 //! tell one [failure mode](super::modes) are one item. An item's section is that of its most
 //! frequent tag. Decisions are grouped only when their words are the same: a decision worded
@@ -480,7 +480,8 @@ fn sharing_a_name(nodes: &[&Node], context: &Context) -> BTreeMap<(usize, usize)
                     Specific::FeatureId | Specific::RunId | Specific::Project | Specific::Time
                 )
             })
-            .map(|(_, token)| (token, true));
+            .flat_map(|(kind, token)| value_parts(kind, &token))
+            .map(|token| (token, true));
         let names: BTreeSet<(String, bool)> = names.chain(values).collect();
         for name in names {
             holders.entry(name).or_default().push(number);
@@ -495,6 +496,36 @@ fn sharing_a_name(nodes: &[&Node], context: &Context) -> BTreeMap<(usize, usize)
         }
     }
     pairs
+}
+
+/// The parts of a value that name it too: a host's port ("127.0.0.1:3307" and "-P 3307"); a path
+/// set to a variable (`VCPKG_DEFAULT_BINARY_CACHE=/srv/cache/tiles`), and the directories of
+/// three components or more it is in (`tests/testthat/_snaps/plot/bars.svg` is in
+/// `tests/testthat/_snaps`): the rarity of a part is what makes two entries its only holders.
+fn value_parts(kind: Specific, token: &str) -> Vec<String> {
+    let mut parts = vec![token.to_string()];
+    match kind {
+        Specific::HostPort => {
+            let (_, rest) = token.rsplit_once(':').unwrap_or(("", token));
+            let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            if port.len() >= 3 {
+                parts.push(port);
+            }
+        }
+        Specific::Path => {
+            let path = token.split_once('=').map_or(token, |(_, path)| path);
+            if path != token {
+                parts.push(path.to_string());
+            }
+            let components: Vec<&str> = path.split('/').collect();
+            let lead = usize::from(path.starts_with('/'));
+            for end in lead + 3..components.len() {
+                parts.push(components[..end].join("/"));
+            }
+        }
+        _ => {}
+    }
+    parts
 }
 
 /// Whether `text` may name a value of the mission (a [`Specific`] but a feature or run id, the
@@ -863,6 +894,52 @@ mod tests {
         };
         assert_eq!(count(&log("have_css"), 0.4), 1);
         assert_eq!(count(&log("havecss"), 0.4), 2);
+    }
+
+    #[test]
+    fn a_port_a_path_set_to_a_variable_or_a_directory_a_path_is_in_names_the_value_too() {
+        let count = |first: &str, second: &str| {
+            let text = format!(
+                "[2026-04-24T10:00:00Z] worker F-1 LESSON: {first}\n\
+                 [2026-04-24T11:00:00Z] worker F-2 TRICK: {second}\n"
+            );
+            let lines = lines(&text);
+            let lines: Vec<&Line> = lines.iter().collect();
+            group(&lines, 0.3, 0.4, &Context::default(), &|| false)
+                .unwrap()
+                .len()
+        };
+        let port = |port: &str| {
+            count(
+                "the dev MySQL of this machine listens on 127.0.0.1:3307 (not 3306); \
+                 config/database.yml reads it from DB_PORT",
+                &format!(
+                    "mysql -h 127.0.0.1 -P {port} -u root shop_development to look at the rows; \
+                     localhost alone goes to the socket of the other server"
+                ),
+            )
+        };
+        assert_eq!(port("3307"), 1);
+        assert_eq!(port("3308"), 2);
+        let cache = |path: &str| {
+            count(
+                &format!(
+                    "export VCPKG_DEFAULT_BINARY_CACHE={path}; the first install takes 14 minutes"
+                ),
+                "adding libwebp to vcpkg.json rebuilt everything until VCPKG_DEFAULT_BINARY_CACHE \
+                 pointed at /srv/cache/tiles again (a new shell had lost it)",
+            )
+        };
+        assert_eq!(cache("/srv/cache/tiles"), 1);
+        assert_eq!(cache("/srv/cache/maps"), 2);
+        let snapshots = |dir: &str| {
+            count(
+                &format!("expect_doppelganger() writes its snapshots under {dir}/ to be committed"),
+                "rejected: the new snapshots tests/testthat/_snaps/plot/bars.svg were not committed",
+            )
+        };
+        assert_eq!(snapshots("tests/testthat/_snaps"), 1);
+        assert_eq!(snapshots("tests/testthat/_data"), 2);
     }
 
     #[test]

@@ -847,7 +847,10 @@ fn looks_like_time(token: &str) -> bool {
         && token
             .chars()
             .all(|c| c.is_ascii_digit() || matches!(c, ':' | '.' | 'z' | 'Z'))
-        && !token.starts_with(':');
+        && token
+            .split(':')
+            .next()
+            .is_some_and(|hour| (1..=2).contains(&hour.len()));
     date || clock
 }
 
@@ -1111,6 +1114,10 @@ mod tests {
             (
                 "slots from 08:00 to 17:00 since 2026-03-02",
                 &[(Time, "08:00"), (Time, "17:00"), (Time, "2026-03-02")],
+            ),
+            (
+                "MySQL listens on 127.0.0.1:3307 at 9:30:15.250",
+                &[(HostPort, "127.0.0.1:3307"), (Time, "9:30:15.250")],
             ),
             (
                 "fuser -k 5173/tcp frees data/raw/ for good",
