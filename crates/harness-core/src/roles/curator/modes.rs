@@ -97,6 +97,10 @@ const HELD_PHRASES: &[&[&str]] = &[
     &["nothing", "happened"],
     &["keeps", "running"],
     &["keeps", "watching"],
+    &["holds", "the", "iteration"],
+    &["held", "the", "iteration"],
+    &["blocks", "the", "iteration"],
+    &["blocked", "the", "iteration"],
 ];
 /// Where output waits for a key.
 const PAGER: &[&str] = &["less", "pager"];
@@ -424,6 +428,8 @@ mod tests {
             "I started morbo in the foreground and the iteration never got its prompt back",
             "(clack:clackup app :server :woo) from a script blocks forever",
             "latexmk -pvc rebuilds on every change and never exits, so the iteration timed out",
+            "running the dev server in the same shell to look at the page; it holds the iteration",
+            "hugo server held the iteration once more",
         ] {
             assert_eq!(phrase(text), Some("<server in the foreground>"), "{text}");
         }
