@@ -45,9 +45,9 @@
 //!   It replaces a decision that states its subject only if it names that subject (a word of it,
 //!   or one that begins or is begun by one: "time" for "timestamps") or another version of it.
 //!
-//! A decision that adds to others ("also", "too", "as well", "like the rest", "X joins Y", in
-//! its first clause), or says what is done in one case ("until the user signs in, …"), replaces
-//! none. A decision that replaces one on its subject or in its words replaces no other by the
+//! A decision that adds to others ("also", "too", "as well", "like the rest", "like every other
+//! …", "X joins Y", in its first clause), or says what is done in one case ("until the user
+//! signs in, …"), replaces none. A decision that replaces one on its subject or in its words replaces no other by the
 //! change it announces: the change is that one. The successor of a decision is the newer one on
 //! its subject (by its words or what it is about first, then by a change it announces), the
 //! most similar, then the latest. Decisions are
@@ -59,6 +59,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::base::time::Timestamp;
 
+use super::hygiene;
 use super::items::{Item, Kind};
 use super::join::{self, Vocabulary};
 use super::similarity::{is_unit, similarity, Context};
@@ -117,19 +118,10 @@ const GONE: &[&str] = &[
 /// Words that open what comes of a decision or why it is taken (with the spaces around them).
 const CONSEQUENCES: &[&str] = &[" because ", " so "];
 /// Words that say, in a decision's first clause, that it adds to earlier ones ("the Input Map
-/// also binds a gamepad", "exports live under /api/v1 like the rest"); said later, they tell of
-/// what else follows from it ("…, and CI says 5.2 as well").
-const ADDITIONS: &[&str] = &[
-    "additionally",
-    "also",
-    "as well",
-    "as the others",
-    "as the rest",
-    "in addition",
-    "like the others",
-    "like the rest",
-    "too",
-];
+/// also binds a gamepad"; and "exports live under /api/v1 like the rest", see
+/// [`hygiene::as_the_rest`]); said later, they tell of what else follows from it ("…, and CI
+/// says 5.2 as well").
+const ADDITIONS: &[&str] = &["additionally", "also", "as well", "in addition", "too"];
 /// Words that say, in a decision's first clause, that what it decides joins what was decided
 /// before ("credit card joins iDEAL and Bancontact at checkout"); said later, they tell of
 /// something else ("…; ggplot2 joins Imports").
@@ -217,7 +209,10 @@ impl Decision {
             acronyms: acronyms(text),
             initials: BTreeSet::new(),
             changes: has_in(&decided, CHANGES),
-            adds: has_in(&first, ADDITIONS) || has_in(&first, JOINING) || conditional(text),
+            adds: has_in(&first, ADDITIONS)
+                || hygiene::as_the_rest(&first)
+                || has_in(&first, JOINING)
+                || conditional(text),
             weighted: Vec::new(),
             rare: BTreeSet::new(),
             topical: BTreeSet::new(),
@@ -940,11 +935,29 @@ fn conditional(text: &str) -> bool {
 }
 
 /// The acronyms of a text: words of three to six capitals (`MSRV`), lowercase; not a variable's
-/// name (`$PORT`, `DATABASE_URL`).
+/// name (`$PORT`, `DATABASE_URL`, "the PORT environment variable").
 fn acronyms(text: &str) -> BTreeSet<String> {
-    text.split(|c: char| !c.is_alphanumeric() && c != '$' && c != '_')
-        .filter(|w| (3..=6).contains(&w.len()) && w.bytes().all(|b| b.is_ascii_uppercase()))
-        .map(str::to_lowercase)
+    let words: Vec<&str> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '$' && c != '_')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let variable = |next: Option<&&str>| {
+        next.is_some_and(|w| {
+            matches!(
+                w.to_lowercase().as_str(),
+                "variable" | "environment" | "env" | "var"
+            )
+        })
+    };
+    words
+        .iter()
+        .enumerate()
+        .filter(|(at, w)| {
+            (3..=6).contains(&w.len())
+                && w.bytes().all(|b| b.is_ascii_uppercase())
+                && !variable(words.get(at + 1))
+        })
+        .map(|(_, w)| w.to_lowercase())
         .collect()
 }
 
@@ -1647,6 +1660,7 @@ mod tests {
     #[test]
     fn a_variables_name_is_no_acronym() {
         assert!(acronyms("the service listens on $PORT or DATABASE_URL").is_empty());
+        assert!(acronyms("it reads the PORT environment variable, or the HOST env var").is_empty());
         assert!(acronyms("the MSRV is 1.74").contains("msrv"));
         // "pool; one row per tally": its initials spell the variable's name.
         let items = older_then(
@@ -1685,7 +1699,13 @@ mod tests {
                 &format!("exports live under /api/v1 {how}: GET /api/v1/shelves/:code/report.csv"),
             )
         };
-        assert_eq!(successor_of(&newer("like the rest"), older), None);
+        for how in [
+            "like the rest",
+            "as the others do",
+            "like every other endpoint",
+        ] {
+            assert_eq!(successor_of(&newer(how), older), None, "{how}");
+        }
         let items = newer("now");
         assert!(
             successor_of(&items, older).is_some(),
