@@ -47,7 +47,8 @@
 //!
 //! A decision that adds to others ("also", "too", "as well", "like the rest", "like every other
 //! …", "X joins Y", in its first clause), or says what is done in one case ("until the user
-//! signs in, …"), replaces none. A decision that replaces one on its subject or in its words replaces no other by the
+//! signs in, …"), replaces none; one that says in a later clause that what an older one on
+//! another subject decided goes on ("…; mist still serves it through wisp") leaves it current. A decision that replaces one on its subject or in its words replaces no other by the
 //! change it announces: the change is that one. The successor of a decision is the newer one on
 //! its subject (by its words or what it is about first, then by a change it announces), the
 //! most similar, then the latest. Decisions are
@@ -181,6 +182,9 @@ struct Decision {
     /// gone").
     code: BTreeSet<String>,
     gone: BTreeSet<String>,
+    /// What a later clause of it says goes on as it was ("…; mist still serves it through
+    /// wisp"): the words of such clauses.
+    kept: BTreeSet<String>,
 }
 
 impl Decision {
@@ -222,6 +226,7 @@ impl Decision {
             gone: gone(text),
             versions: versions(text),
             releases: releases(text),
+            kept: kept(text, context),
         }
     }
 
@@ -292,6 +297,12 @@ impl Decision {
             || similarity(&self.prose, &newer.prose) >= supersede
     }
 
+    /// Whether it says that what `older` decided goes on as it was: a later clause that says so
+    /// names a rare word of it ("…; mist still serves it through wisp").
+    fn keeps(&self, older: &Decision) -> bool {
+        self.kept.intersection(&older.words).next().is_some()
+    }
+
     /// Whether `word` is the head of its subject (any word of it, when it has none).
     fn is_head(&self, word: &str) -> bool {
         self.head.as_deref().is_none_or(|head| head == word)
@@ -336,7 +347,15 @@ fn replaces(older: &Decision, newer: &Decision, score: f64, alike: bool) -> Opti
     if newer.adds {
         return None;
     }
-    if (alike && !older.other_subject(newer)) || older.same_subject(newer) {
+    if older.same_subject(newer) {
+        return Some(2.0 + score);
+    }
+    // Said to go on as it was, on another subject, what the older decided is not replaced,
+    // however alike their words ("…; mist still serves it through wisp").
+    if !newer.changes && newer.keeps(older) {
+        return None;
+    }
+    if alike && !older.other_subject(newer) {
         return Some(2.0 + score);
     }
     // A change that names what it replaces replaces only what names it.
@@ -814,6 +833,36 @@ fn former(text: &str, context: &Context) -> BTreeSet<String> {
         former.extend(super::similarity::read_words(&phrase, context).words);
     }
     former
+}
+
+/// Words that say what a clause names goes on as it was.
+const CONTINUING: &[&str] = &[
+    "keeps",
+    "remain",
+    "remains",
+    "stay",
+    "stays",
+    "still",
+    "unchanged",
+];
+
+/// The words of the clauses of `text` after its first that say what they name goes on as it
+/// was (see [`CONTINUING`]), but those of its first: a decision that says so leaves the
+/// decisions on what goes on current, not those on what it decides ("tiles are WebP; tiles are
+/// still cut at 256 px" replaces "tiles are PNG").
+fn kept(text: &str, context: &Context) -> BTreeSet<String> {
+    let words = |clause: &str| super::similarity::read_words(clause, context).words;
+    let mut clauses = text.split(PHRASE_ENDS);
+    let decided: BTreeSet<String> = words(clauses.next().unwrap_or("")).into_iter().collect();
+    clauses
+        .filter(|clause| {
+            clause
+                .split(|c: char| !c.is_alphanumeric())
+                .any(|w| CONTINUING.contains(&w.to_lowercase().as_str()))
+        })
+        .flat_map(words)
+        .filter(|word| !decided.contains(word))
+        .collect()
 }
 
 /// The files, paths and names of code that a decision names (`var/cobbler.db`,
@@ -1683,6 +1732,30 @@ mod tests {
             older,
             "checkout offers bank transfer only now; the provider's SDK joins the dependencies",
         );
+        assert!(
+            successor_of(&items, older).is_some(),
+            "{:?}",
+            successors(&items)
+        );
+    }
+
+    #[test]
+    fn what_a_later_clause_says_goes_on_is_not_replaced() {
+        let older = "the HTTP layer is wisp on the mist server, listening on port 8040";
+        let items = older_then(
+            older,
+            "the service reads its port from the PORT environment variable, 8040 when unset; \
+             mist still serves it through wisp",
+        );
+        assert_eq!(
+            successor_of(&items, older),
+            None,
+            "{:?}",
+            successors(&items)
+        );
+        // On its subject, it replaces the older, whatever goes on as it was.
+        let older = "tiles are PNG files, cut at 256 px";
+        let items = older_then(older, "tiles are WebP files; they are still cut at 256 px");
         assert!(
             successor_of(&items, older).is_some(),
             "{:?}",
