@@ -120,8 +120,9 @@ const GONE: &[&str] = &[
 const CONSEQUENCES: &[&str] = &[" because ", " so "];
 /// Words that say, in a decision's first clause, that it adds to earlier ones ("the Input Map
 /// also binds a gamepad"; and "exports live under /api/v1 like the rest", see
-/// [`hygiene::as_the_rest`]); said later, they tell of what else follows from it ("…, and CI
-/// says 5.2 as well").
+/// [`hygiene::as_the_rest`]; and, when it announces no change, "acronyms go through the same
+/// glossaries setup"); said later, they tell of what else follows from it ("…, and CI says 5.2
+/// as well").
 const ADDITIONS: &[&str] = &["additionally", "also", "as well", "in addition", "too"];
 /// Words that say, in a decision's first clause, that what it decides joins what was decided
 /// before ("credit card joins iDEAL and Bancontact at checkout"); said later, they tell of
@@ -200,6 +201,7 @@ impl Decision {
         };
         let decided = spaced(&decided(text));
         let first = spaced(first_clause(text));
+        let changes = has_in(&decided, CHANGES);
         let (about, head) = subject(text, context);
         let prose = prose(text, context);
         Self {
@@ -212,8 +214,9 @@ impl Decision {
             action: action(text, context),
             acronyms: acronyms(text),
             initials: BTreeSet::new(),
-            changes: has_in(&decided, CHANGES),
+            changes,
             adds: has_in(&first, ADDITIONS)
+                || (has_in(&first, &["the same"]) && !changes)
                 || hygiene::as_the_rest(&first)
                 || has_in(&first, JOINING)
                 || conditional(text),
@@ -1733,6 +1736,29 @@ mod tests {
             older,
             "checkout offers bank transfer only now; the provider's SDK joins the dependencies",
         );
+        assert!(
+            successor_of(&items, older).is_some(),
+            "{:?}",
+            successors(&items)
+        );
+    }
+
+    #[test]
+    fn what_goes_through_the_same_setup_adds_to_it_unless_it_announces_a_change() {
+        let older = "symbols and terms are defined once in glossary.tex with the glossaries \
+                     package and printed as a list of symbols";
+        let items = older_then(
+            older,
+            "acronyms go through the same glossaries setup, as a second list of symbols",
+        );
+        assert_eq!(
+            successor_of(&items, older),
+            None,
+            "{:?}",
+            successors(&items)
+        );
+        let older = "the tests run on SQLite in a temporary file";
+        let items = older_then(older, "the tests now run on the same Postgres 16 as dev");
         assert!(
             successor_of(&items, older).is_some(),
             "{:?}",
