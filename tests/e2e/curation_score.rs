@@ -706,6 +706,8 @@ const FLOORS: &[(&str, Least, [f64; 3], usize, usize)] = &[
     ("blind12", (15, 30), [0.85, 0.59, 0.84], 31, 3),
     ("blind13", (10, 20), [0.72, 0.84, 0.80], 27, 2),
     ("blind14", (10, 20), [0.99, 0.72, 0.79], 25, 0),
+    ("blind15", (10, 20), [0.66, 0.61, 0.89], 23, 2),
+    ("blind16", (10, 20), [0.90, 0.66, 0.86], 27, 0),
 ];
 
 /// Scores the blind log `name` and checks that it holds its floor (see [`FLOORS`]).
@@ -885,6 +887,19 @@ fn curation_score_on_the_fourteenth_blind_log() {
     holds_its_floor("blind14");
 }
 
+/// The fifteenth and sixteenth blind logs were written after the rules made with the fourteenth
+/// (and those that came of a second look at the older logs' misses), by someone who did not read
+/// them; their first scores (BENCHMARKS.md) were the same with the rules of the session's start.
+#[test]
+fn curation_score_on_the_fifteenth_blind_log() {
+    holds_its_floor("blind15");
+}
+
+#[test]
+fn curation_score_on_the_sixteenth_blind_log() {
+    holds_its_floor("blind16");
+}
+
 /// The curator's agent making the calls a careful human makes (which items say the same, which
 /// decision replaces which, what is local, what is general and in what words), on every
 /// labelled log: what the rules cannot see is then seen, and the rules still check each call
@@ -899,6 +914,7 @@ fn curation_score_with_the_agent_judging() {
     for name in [
         "main", "holdout", "fresh", "blind", "blind2", "blind3", "blind4", "blind5", "blind6",
         "blind7", "blind8", "blind9", "blind10", "blind11", "blind12", "blind13", "blind14",
+        "blind15", "blind16",
     ] {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;
