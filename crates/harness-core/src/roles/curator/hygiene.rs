@@ -134,18 +134,26 @@ pub fn projects_rule(text: &str) -> bool {
         "treats",
         "wants",
     ];
-    // What one project is called ("this service", "this repository's"): a thing said of it is
-    // said of it alone.
+    // What one project is called ("this service", "this repository's", "this toolbox"): a thing
+    // said of it is said of it alone.
     const OWN: &[&str] = &[
         "api",
         "app",
         "application",
         "codebase",
+        "crate",
+        "extension",
+        "game",
+        "gem",
+        "library",
+        "package",
+        "plugin",
         "project",
         "repo",
         "repository",
         "service",
         "site",
+        "toolbox",
     ];
     const RULES: &[&str] = &["convention", "conventions", "rule", "rules", "style"];
     // What a formatter checks is the formatter's rule, whoever enforces it ("committing
@@ -621,6 +629,9 @@ mod tests {
         ));
         assert!(projects_rule(
             "bundle config set --local path vendor/bundle keeps this app's gems apart"
+        ));
+        assert!(projects_rule(
+            "in this toolbox every function takes rows or columns but returns a column"
         ));
         assert!(!projects_rule(
             "this time the service answered before the timeout"
