@@ -11,8 +11,9 @@
 //! ([`cohesive`]: their mean similarity under [`COHESION`] of the threshold). Two entries that
 //! alone name a flag or an identifier (`-race`, `have_css`) need less: [`NAME_SHARE`] of it;
 //! two that alone name a value of the mission (a path, an address, an e-mail, or a part of one:
-//! [`value_parts`]) less still: [`VALUE_SHARE`]; two that tell one [practice](super::practices) (the tests at hand,
-//! formatting before committing) and name a tool in common, [`PRACTICE_SHARE`]. Failures that
+//! [`value_parts`]) less still: [`VALUE_SHARE`]; two that tell one
+//! [practice](super::practices) (the tests at hand, formatting before committing) and name a
+//! tool in common, [`PRACTICE_SHARE`]. Failures that
 //! tell one [failure mode](super::modes) are one item. An item's section is that of its most
 //! frequent tag. Decisions are grouped only when their words are the same: a decision worded
 //! differently on the same subject is a newer decision, which [supersedes](super::supersede)

@@ -48,8 +48,9 @@
 //! A decision that adds to others ("also", "too", "as well", "like the rest", "like every other
 //! …", "X joins Y", in its first clause), or says what is done in one case ("until the user
 //! signs in, …"), replaces none; one that says in a later clause that what an older one on
-//! another subject decided goes on ("…; mist still serves it through wisp") leaves it current. A decision that replaces one on its subject or in its words replaces no other by the
-//! change it announces: the change is that one. The successor of a decision is the newer one on
+//! another subject decided goes on ("…; mist still serves it through wisp") leaves it current.
+//! A decision that replaces one on its subject or in its words replaces no other by the change
+//! it announces: the change is that one. The successor of a decision is the newer one on
 //! its subject (by its words or what it is about first, then by a change it announces), the
 //! most similar, then the latest. Decisions are
 //! compared with the [`WINDOW`] decisions before them that share what they are about or, for a
@@ -301,7 +302,7 @@ impl Decision {
     }
 
     /// Whether it says that what `older` decided goes on as it was: a later clause that says so
-    /// names a rare word of it ("…; mist still serves it through wisp").
+    /// names a word of it ("…; mist still serves it through wisp").
     fn keeps(&self, older: &Decision) -> bool {
         self.kept.intersection(&older.words).next().is_some()
     }
@@ -1745,70 +1746,51 @@ mod tests {
 
     #[test]
     fn what_goes_through_the_same_setup_adds_to_it_unless_it_announces_a_change() {
-        let older = "symbols and terms are defined once in glossary.tex with the glossaries \
-                     package and printed as a list of symbols";
-        let items = older_then(
-            older,
+        assert_stays_current(
+            "symbols and terms are defined once in glossary.tex with the glossaries package and \
+             printed as a list of symbols",
             "acronyms go through the same glossaries setup, as a second list of symbols",
         );
-        assert_eq!(
-            successor_of(&items, older),
-            None,
-            "{:?}",
-            successors(&items)
-        );
-        let older = "the tests run on SQLite in a temporary file";
-        let items = older_then(older, "the tests now run on the same Postgres 16 as dev");
-        assert!(
-            successor_of(&items, older).is_some(),
-            "{:?}",
-            successors(&items)
+        assert_replaced(
+            "the tests run on SQLite in a temporary file",
+            "the tests now run on the same Postgres 16 as dev",
         );
     }
 
     #[test]
     fn what_is_done_in_one_case_replaces_nothing() {
-        for (older, newer) in [
-            (
-                "knotcheck exits 0 when it finds nothing, 1 when there are findings and 2 on a \
-                 usage or read error",
-                "when every finding is a warning the exit status is 0; --strict counts warnings \
-                 like errors and exits 1",
-            ),
-            (
-                "the cart lives in the orders database, one row per item",
-                "until the user signs in, the cart lives in local storage",
-            ),
-        ] {
-            let items = older_then(older, newer);
-            assert_eq!(
-                successor_of(&items, older),
-                None,
-                "{:?}",
-                successors(&items)
-            );
-        }
+        assert_stays_current(
+            "knotcheck exits 0 when it finds nothing, 1 when there are findings and 2 on a usage \
+             or read error",
+            "when every finding is a warning the exit status is 0; --strict counts warnings like \
+             errors and exits 1",
+        );
+        assert_stays_current(
+            "the cart lives in the orders database, one row per item",
+            "until the user signs in, the cart lives in local storage",
+        );
     }
 
     #[test]
     fn what_a_later_clause_says_goes_on_is_not_replaced() {
-        let older = "the HTTP layer is wisp on the mist server, listening on port 8040";
-        let items = older_then(
-            older,
+        assert_stays_current(
+            "the HTTP layer is wisp on the mist server, listening on port 8040",
             "the service reads its port from the PORT environment variable, 8040 when unset; \
              mist still serves it through wisp",
         );
+        // On its subject, it replaces the older, whatever goes on as it was.
+        assert_replaced(
+            "tiles are PNG files, cut at 256 px",
+            "tiles are WebP files; they are still cut at 256 px",
+        );
+    }
+
+    /// Asserts that `newer`, a day after `older`, leaves it current.
+    fn assert_stays_current(older: &str, newer: &str) {
+        let items = older_then(older, newer);
         assert_eq!(
             successor_of(&items, older),
             None,
-            "{:?}",
-            successors(&items)
-        );
-        // On its subject, it replaces the older, whatever goes on as it was.
-        let older = "tiles are PNG files, cut at 256 px";
-        let items = older_then(older, "tiles are WebP files; they are still cut at 256 px");
-        assert!(
-            successor_of(&items, older).is_some(),
             "{:?}",
             successors(&items)
         );
