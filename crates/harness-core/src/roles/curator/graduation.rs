@@ -555,12 +555,17 @@ fn vocabulary(items: &[&Item], identities: &Identities) -> Vocabulary {
         .flat_map(|(_, text)| text.as_deref().unwrap_or("").lines())
         .flat_map(marker_ids)
         .collect();
-    let ours: BTreeSet<String> = items
-        .iter()
-        .flat_map(|item| item.entry_ids())
-        .filter(|id| marked.contains(*id))
-        .map(str::to_string)
-        .collect();
+    // Every entry of the mission is asked only when the files mark any item.
+    let ours: BTreeSet<String> = if marked.is_empty() {
+        BTreeSet::new()
+    } else {
+        items
+            .iter()
+            .flat_map(|item| item.entry_ids())
+            .filter(|id| marked.contains(*id))
+            .map(str::to_string)
+            .collect()
+    };
     let texts: Vec<Vec<String>> = identities
         .iter()
         .flat_map(|(_, text)| {

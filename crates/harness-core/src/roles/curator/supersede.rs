@@ -857,13 +857,21 @@ const CONTINUING: &[&str] = &[
 fn kept(text: &str, context: &Context) -> BTreeSet<String> {
     let words = |clause: &str| super::similarity::read_words(clause, context).words;
     let mut clauses = text.split(PHRASE_ENDS);
-    let decided: BTreeSet<String> = words(clauses.next().unwrap_or("")).into_iter().collect();
-    clauses
+    let first = clauses.next().unwrap_or("");
+    let continuing: Vec<&str> = clauses
         .filter(|clause| {
             clause
                 .split(|c: char| !c.is_alphanumeric())
                 .any(|w| CONTINUING.contains(&w.to_lowercase().as_str()))
         })
+        .collect();
+    // Most decisions say nothing goes on: their first clause is then not read at all.
+    if continuing.is_empty() {
+        return BTreeSet::new();
+    }
+    let decided: BTreeSet<String> = words(first).into_iter().collect();
+    continuing
+        .into_iter()
         .flat_map(words)
         .filter(|word| !decided.contains(word))
         .collect()
