@@ -23,6 +23,9 @@
 //!   query filter"; where or how it is kept is one thing, whatever its word: "readings are stored
 //!   as specific gravity", "readings are kept in degrees Plato", "drafts live in IndexedDB", and
 //!   another than "a highlight is anchored by its text");
+//! - they give one setting different values, whatever their words ("citations are numeric,
+//!   biblatex style=numeric-comp", "the committee asks for author-year citations: biblatex
+//!   style=authoryear");
 //! - one states no subject and names every word of the subject of two words or more that the
 //!   other states ("parcels get bigint primary keys", "every table's primary key is a UUIDv7"),
 //!   in prose: a word inside code (`{:shift_changed, shift_id}`) names what the code carries;
@@ -57,7 +60,7 @@
 //! change announced, any of them: a log of many thousands of decisions costs no more than its
 //! decisions.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::base::time::Timestamp;
 
@@ -187,6 +190,8 @@ struct Decision {
     /// What a later clause of it says goes on as it was ("…; mist still serves it through
     /// wisp"): the words of such clauses.
     kept: BTreeSet<String>,
+    /// The settings it gives a value (`style=numeric-comp`, `framework = arduino`), by name.
+    settings: BTreeMap<String, String>,
 }
 
 impl Decision {
@@ -231,6 +236,7 @@ impl Decision {
             versions: versions(text),
             releases: releases(text),
             kept: kept(text, context),
+            settings: settings(text),
         }
     }
 
@@ -275,6 +281,18 @@ impl Decision {
         named || release
     }
 
+    /// Whether the two give one setting different values (`biblatex style=numeric-comp`, "the
+    /// committee asks for author-year citations: biblatex style=authoryear"): whatever their
+    /// words, that setting is what both decide.
+    fn other_setting(&self, other: &Decision) -> bool {
+        self.settings.iter().any(|(name, value)| {
+            other
+                .settings
+                .get(name)
+                .is_some_and(|theirs| theirs != value)
+        })
+    }
+
     /// Whether `newer` names what this decision is about, when it says so: a word of its
     /// subject or one that begins the other ("time handling moves to jiff" names the subject of
     /// "timestamps are parsed with chrono"). A change announced on something else ("beacons now
@@ -316,6 +334,9 @@ impl Decision {
     /// things are done to it are not ("tiles are decoded with libpng", "tiles are re-encoded
     /// as WebP").
     fn same_subject(&self, other: &Decision) -> bool {
+        if self.other_setting(other) {
+            return true;
+        }
         if let (Some(one), Some(two)) = (&self.action, &other.action) {
             if one != two {
                 return false;
@@ -533,7 +554,8 @@ fn other_candidates(
             .iter()
             .chain(&decision.acronyms)
             .chain(initials)
-            .chain(named);
+            .chain(named)
+            .chain(decision.settings.keys());
         for key in keys {
             let earlier = by_key.entry(key.as_str()).or_default();
             let start = earlier.len().saturating_sub(WINDOW);
@@ -987,6 +1009,33 @@ fn is_version(word: &str) -> bool {
             || (!whole.is_empty()
                 && last.starts_with(|c: char| c.is_ascii_digit())
                 && last.bytes().all(|b| b.is_ascii_alphanumeric())))
+}
+
+/// The settings `text` gives a value, by name (lowercase): `name=value` or `name = value`
+/// (`--level=3`, `requires-python = ">=3.13"`), where the name is a word of letters, digits,
+/// `_`, `-` and `.` that begins with a letter, and `=` is no comparison (`>=`, `==`, `!=`).
+fn settings(text: &str) -> BTreeMap<String, String> {
+    let name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    let mut found = BTreeMap::new();
+    for (at, _) in text.match_indices('=') {
+        let before = &text[..at];
+        let after = &text[at + 1..];
+        if before.ends_with(['<', '>', '!', '=']) || after.starts_with('=') {
+            continue;
+        }
+        let before = before.strip_suffix(' ').unwrap_or(before);
+        let start = before.trim_end_matches(name_char).len();
+        let name = before[start..].trim_start_matches('-');
+        let after = after.strip_prefix(' ').unwrap_or(after);
+        let value: String = after
+            .chars()
+            .take_while(|c| !c.is_whitespace() && !matches!(c, ',' | ';' | ')'))
+            .collect();
+        if name.starts_with(|c: char| c.is_ascii_alphabetic()) && !value.is_empty() {
+            found.insert(name.to_lowercase(), value);
+        }
+    }
+    found
 }
 
 /// Whether `text` starts with a condition (see [`CONDITIONS`]), with a comma after it or not
@@ -1710,6 +1759,23 @@ mod tests {
         ] {
             assert_stays_current(older, newer);
         }
+    }
+
+    #[test]
+    fn a_setting_given_another_value_is_the_same_subject() {
+        assert_replaced(
+            "pages are rendered with the alabaster look (html_theme = alabaster in conf.py)",
+            "the documentation site takes the furo theme: html_theme=furo, dark mode included",
+        );
+        // Two settings, or one given the same value, are not one changed.
+        assert_stays_current(
+            "the firmware is built with framework = arduino for the esp32 board",
+            "the serial monitor runs at monitor_speed = 115200 for the esp32 board",
+        );
+        let read =
+            settings("gnatprove --level=3; requires-python = \">=3.13\", when a >= b or x == y");
+        let pairs: Vec<(&str, &str)> = read.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(pairs, [("level", "3"), ("requires-python", "\">=3.13\"")]);
     }
 
     #[test]
