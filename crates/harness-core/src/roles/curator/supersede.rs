@@ -1023,10 +1023,14 @@ fn settings(text: &str) -> BTreeMap<String, String> {
         if before.ends_with(['<', '>', '!', '=']) || after.starts_with('=') {
             continue;
         }
-        let before = before.strip_suffix(' ').unwrap_or(before);
+        // Spaced on both sides or on neither: `?limit= and ?offset=` gives `limit` no value.
+        let (before, after) = match (before.strip_suffix(' '), after.strip_prefix(' ')) {
+            (Some(before), Some(after)) => (before, after),
+            (None, None) => (before, after),
+            _ => continue,
+        };
         let start = before.trim_end_matches(name_char).len();
         let name = before[start..].trim_start_matches('-');
-        let after = after.strip_prefix(' ').unwrap_or(after);
         let value: String = after
             .chars()
             .take_while(|c| !c.is_whitespace() && !matches!(c, ',' | ';' | ')'))
@@ -1772,8 +1776,9 @@ mod tests {
             "the firmware is built with framework = arduino for the esp32 board",
             "the serial monitor runs at monitor_speed = 115200 for the esp32 board",
         );
-        let read =
-            settings("gnatprove --level=3; requires-python = \">=3.13\", when a >= b or x == y");
+        let read = settings(
+            "gnatprove --level=3; requires-python = \">=3.13\", when a >= b or x == y, ?limit= and",
+        );
         let pairs: Vec<(&str, &str)> = read.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         assert_eq!(pairs, [("level", "3"), ("requires-python", "\">=3.13\"")]);
     }
