@@ -488,7 +488,12 @@ fn specific(token: &str, context: &Context) -> Option<Specific> {
             .filter(|name| token.contains(name))
             .map(|_| Specific::Project);
     }
-    if context.features.contains(token) || looks_like_feature_id(token, context) {
+    // A possessive names its feature too ("F-007's rate-limit test").
+    let owner = token
+        .strip_suffix("'s")
+        .or_else(|| token.strip_suffix("’s"))
+        .unwrap_or(token);
+    if context.features.contains(owner) || looks_like_feature_id(owner, context) {
         return Some(Specific::FeatureId);
     }
     if looks_like_run_id(token) {
@@ -1075,6 +1080,7 @@ mod tests {
         use Specific::*;
         let cases: &[(&str, &[(Specific, &str)])] = &[
             ("each page starts with `// F-003`", &[(FeatureId, "f-003")]),
+            ("F-007's test failed again", &[(FeatureId, "f-007's")]),
             (
                 "see 1777076234-worker-F-023 and m-1777076234-1a2b3c",
                 &[
