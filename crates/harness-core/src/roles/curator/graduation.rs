@@ -476,7 +476,13 @@ impl Known {
         same: &[&str],
         (numbered, mode): (&[Vec<u32>; 2], Option<&str>),
     ) -> bool {
-        let failure = item.kind == Kind::Avoid;
+        // A lesson learned from a failure of the mode is that line's knowledge too, whichever
+        // of its tags is the most frequent.
+        let failure = item.kind == Kind::Avoid
+            || item
+                .evidence
+                .iter()
+                .any(|e| matches!(e.tag, Tag::Avoid | Tag::Fail));
         item.entry_ids().any(|id| self.ids.contains_key(id))
             || (failure && mode.is_some_and(|mode| self.failures.contains(mode)))
             || same.iter().any(|id| {
@@ -1344,6 +1350,33 @@ mod tests {
         assert_eq!(again, []);
         let (alone, _) = graduated_in("m-3", &third, &ledger, None);
         assert_eq!(alone.len(), 1, "{alone:?}");
+    }
+
+    #[test]
+    fn a_mode_graduated_from_a_failure_is_known_to_a_lesson_learned_from_one() {
+        // One failure and two lessons: the item is a lesson, learned from a failure of the
+        // mode an identity line graduated from a failure already tells.
+        let items = items_of(
+            "[2026-05-02T10:00:00Z] worker F-7 FAIL: npm install could not download the Cypress \
+             binary in the sandbox, which has no network\n\
+             [2026-05-03T10:00:00Z] worker F-10 LESSON: npm install could not download the \
+             Cypress binary in the sandbox without network; the cached binary is enough\n\
+             [2026-05-03T12:00:00Z] worker F-11 LESSON: npm install could not download the \
+             Cypress binary in the sandbox, no network; use the cached binary\n",
+        );
+        assert_eq!(items.len(), 1, "{items:?}");
+        assert_eq!(items[0].kind, Kind::Lesson);
+        let (alone, _) = graduated_in("m-2", &items, &Ledger::default(), None);
+        assert_eq!(alone.len(), 1, "{alone:?}");
+        let line = format!(
+            "- rosdep update failed inside the sandbox, which has no network; the cache baked \
+             into the image is enough {}2026-04-24 from mission m-1: {FAILURE_THEN_LESSON} \
+             reported by 2 distinct workers: F-2, F-9; c:abc -->",
+            memory::GRADUATED_COMMENT
+        );
+        let file = appended(Role::Worker, None, &[line]);
+        let (again, _) = graduated_in("m-2", &items, &Ledger::default(), Some(&file));
+        assert_eq!(again, []);
     }
 
     #[test]
