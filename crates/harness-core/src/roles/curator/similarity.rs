@@ -527,7 +527,7 @@ fn specific(token: &str, context: &Context) -> Option<Specific> {
         return Some(Specific::Path);
     }
     let flag = bytes.first() == Some(&b'-');
-    if !flag && looks_like_number(token) {
+    if !flag && (looks_like_number(token) || sets_a_number(token)) {
         return Some(Specific::Number);
     }
     if !flag && looks_like_name(token) {
@@ -687,6 +687,14 @@ fn looks_like_number(token: &str) -> bool {
         .any(|run| run.len() >= 3);
     let parts: Vec<&str> = token.split('.').collect();
     three || (parts.len() >= 2 && parts.iter().all(|p| digits(p)))
+}
+
+/// `ros_domain_id=42`: a variable set to a number of two digits or more, which the project chose
+/// (a switch, `RUST_BACKTRACE=1`, is the tool's).
+fn sets_a_number(token: &str) -> bool {
+    token.split_once('=').is_some_and(|(name, value)| {
+        !name.is_empty() && value.len() >= 2 && value.bytes().all(|b| b.is_ascii_digit())
+    })
 }
 
 /// Words that stand for any value of their kind when written `file:line`, `path:line`.
@@ -1151,6 +1159,10 @@ mod tests {
             (
                 "the frame follows the company id 0xFFFF",
                 &[(Number, "0xffff")],
+            ),
+            (
+                "the simulation runs with ROS_DOMAIN_ID=42 and RUST_BACKTRACE=1",
+                &[(Number, "ros_domain_id=42")],
             ),
         ];
         for (text, expected) in cases {
