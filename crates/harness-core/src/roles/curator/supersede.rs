@@ -48,6 +48,10 @@
 //!   It replaces a decision that states its subject only if it names that subject (a word of it,
 //!   or one that begins or is begun by one: "time" for "timestamps") or another version of it.
 //!
+//! Two decisions that open with different names of code ("the /cmd_vel subscription uses …
+//! depth 10", "the /scan subscription uses … depth 5") are on two subjects, however alike their
+//! words or what they give.
+//!
 //! A decision that adds to others ("also", "too", "as well", "like the rest", "like every other
 //! …", "X joins Y", in its first clause), or says what is done in one case ("until the user
 //! signs in, …"), replaces none; one that says in a later clause that what an older one on
@@ -192,6 +196,8 @@ struct Decision {
     kept: BTreeSet<String>,
     /// The settings it gives a value (`style=numeric-comp`, `framework = arduino`), by name.
     settings: BTreeMap<String, String>,
+    /// The names of code it opens with (see [`opening_code`]).
+    opening: BTreeSet<String>,
 }
 
 impl Decision {
@@ -237,6 +243,7 @@ impl Decision {
             releases: releases(text),
             kept: kept(text, context),
             settings: settings(text),
+            opening: opening_code(text),
         }
     }
 
@@ -372,7 +379,13 @@ fn replaces(older: &Decision, newer: &Decision, score: f64, alike: bool) -> Opti
     if newer.adds {
         return None;
     }
-    if older.same_subject(newer) {
+    // Two decisions that open with different names of code are about two things, however
+    // alike their words or what they give ("the /cmd_vel subscription uses … depth 10", "the
+    // /scan subscription uses … depth 5").
+    let other_code = !older.opening.is_empty()
+        && !newer.opening.is_empty()
+        && older.opening.is_disjoint(&newer.opening);
+    if older.same_subject(newer) && !other_code {
         return Some(2.0 + score);
     }
     // Said to go on as it was, on another subject, what the older decided is not replaced,
@@ -380,7 +393,7 @@ fn replaces(older: &Decision, newer: &Decision, score: f64, alike: bool) -> Opti
     if !newer.changes && newer.keeps(older) {
         return None;
     }
-    if alike && !older.other_subject(newer) {
+    if alike && !older.other_subject(newer) && !other_code {
         return Some(2.0 + score);
     }
     // A change that names what it replaces replaces only what names it.
@@ -1010,6 +1023,23 @@ fn is_version(word: &str) -> bool {
                 && last.starts_with(|c: char| c.is_ascii_digit())
                 && last.bytes().all(|b| b.is_ascii_alphanumeric())))
 }
+
+/// The names of code among the first words of `text` (a path, a name with `_`, `.` or `:`):
+/// `/cmd_vel` of "the /cmd_vel subscription uses…"; a call's name without its arguments.
+fn opening_code(text: &str) -> BTreeSet<String> {
+    first_clause(text)
+        .split_whitespace()
+        .take(OPENING_WORDS)
+        .map(|token| token.split('(').next().unwrap_or(token))
+        .map(|token| token.trim_matches(|c: char| !c.is_alphanumeric() && c != '/'))
+        .filter(|token| token.contains(['/', '.', '_', ':']))
+        .filter(|token| token.contains(char::is_alphabetic))
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// How many words a decision opens with, where the code it names is what it is about.
+const OPENING_WORDS: usize = 4;
 
 /// The settings `text` gives a value, by name (lowercase): `name=value` or `name = value`
 /// (`--level=3`, `requires-python = ">=3.13"`), where the name is a word of letters, digits,
@@ -1763,6 +1793,23 @@ mod tests {
         ] {
             assert_stays_current(older, newer);
         }
+    }
+
+    #[test]
+    fn decisions_opening_with_different_names_of_code_are_on_two_subjects() {
+        assert_stays_current(
+            "the /odom publisher keeps the reliable QoS profile with queue depth 10",
+            "the /imu publisher of the base keeps the best effort QoS profile, queue depth 5",
+        );
+        // The same name, its call's arguments aside, is one subject.
+        assert_replaced(
+            "cmake_minimum_required(VERSION 3.20) at the top of every CMakeLists.txt",
+            "cmake_minimum_required goes up to 3.24 in every CMakeLists.txt",
+        );
+        assert_eq!(
+            opening_code("the `/odom` publisher of nav_core, at 50 Hz"),
+            BTreeSet::from(["/odom".to_string()])
+        );
     }
 
     #[test]
