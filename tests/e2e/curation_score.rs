@@ -708,6 +708,8 @@ const FLOORS: &[(&str, Least, [f64; 3], usize, usize)] = &[
     ("blind14", (10, 20), [0.99, 0.72, 0.79], 25, 0),
     ("blind15", (10, 20), [0.66, 0.61, 0.89], 23, 2),
     ("blind16", (10, 20), [0.99, 0.66, 0.86], 27, 0),
+    ("blind17", (10, 20), [0.78, 0.78, 0.96], 26, 1),
+    ("blind18", (10, 20), [0.82, 0.66, 0.81], 22, 1),
 ];
 
 /// Scores the blind log `name` and checks that it holds its floor (see [`FLOORS`]).
@@ -900,6 +902,21 @@ fn curation_score_on_the_sixteenth_blind_log() {
     holds_its_floor("blind16");
 }
 
+/// The seventeenth and eighteenth blind logs were written after the rules made with the
+/// sixteenth, by someone who did not read them; their first scores (BENCHMARKS.md) were the same
+/// with the rules of the session's start. General rules came after (a possessive feature id, a
+/// variable set to a number, a failure's mode known to its lesson, decisions opening with
+/// different names of code); what is asserted is that nothing gets worse than after them.
+#[test]
+fn curation_score_on_the_seventeenth_blind_log() {
+    holds_its_floor("blind17");
+}
+
+#[test]
+fn curation_score_on_the_eighteenth_blind_log() {
+    holds_its_floor("blind18");
+}
+
 /// The curator's agent making the calls a careful human makes (which items say the same, which
 /// decision replaces which, what is local, what is general and in what words), on every
 /// labelled log: what the rules cannot see is then seen, and the rules still check each call
@@ -914,7 +931,7 @@ fn curation_score_with_the_agent_judging() {
     for name in [
         "main", "holdout", "fresh", "blind", "blind2", "blind3", "blind4", "blind5", "blind6",
         "blind7", "blind8", "blind9", "blind10", "blind11", "blind12", "blind13", "blind14",
-        "blind15", "blind16",
+        "blind15", "blind16", "blind17", "blind18",
     ] {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;
