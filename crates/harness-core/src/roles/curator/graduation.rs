@@ -127,8 +127,11 @@ impl Ledger {
     /// The ledger with `mission`'s entry made of its items (the others untouched).
     pub fn with_mission(&self, mission: &str, project: &str, items: &[&Item]) -> Ledger {
         let kept = |kind: Kind| {
-            let mut of_kind: Vec<&Item> =
-                items.iter().copied().filter(|i| i.kind == kind).collect();
+            let mut of_kind: Vec<&Item> = items
+                .iter()
+                .copied()
+                .filter(|i| i.kind == kind && !repeated_alone(i))
+                .collect();
             of_kind.sort_by(|a, b| {
                 b.seen
                     .cmp(&a.seen)
@@ -706,7 +709,7 @@ fn earned(
     // (a TRICK's tag is how the rules tell a technique from a remark; the agent read it).
     let by_workers = sources.len() >= params.graduate_trick_workers
         && (trick || general.is_some() || learned_after_failure(item, context));
-    let missions = recurrence.missions_in(matched);
+    let missions = sighted_in(item, recurrence, matched);
     let possible = by_workers
         || missions.len() >= params.graduate_failure_missions
         || sources.len() >= params.graduate_convention_times;
@@ -888,6 +891,27 @@ fn learned_after_failure(item: &Item, context: &Context) -> bool {
     item.evidence
         .iter()
         .any(|e| e.tag == Tag::Lesson && e.time > failed.time && e.feature != failed.feature)
+}
+
+/// The missions that saw `item`, given the ledger's items like it (`matched`): this one too,
+/// unless its item is one feature's failure repeating itself.
+fn sighted_in(item: &Item, recurrence: &Recurrence, matched: &[&Recorded]) -> Vec<String> {
+    let mut missions = recurrence.missions_in(matched);
+    if repeated_alone(item) {
+        missions.retain(|m| *m != recurrence.mission);
+    }
+    missions
+}
+
+/// Whether `item` is one feature's failure repeating itself: failed more than once, on that
+/// feature alone (its own flaky test on each attempt).
+fn repeated_alone(item: &Item) -> bool {
+    let failures = item
+        .evidence
+        .iter()
+        .filter(|e| matches!(e.tag, Tag::Avoid | Tag::Fail))
+        .count();
+    failures >= 2 && independent(item).len() == 1
 }
 
 /// The distinct features `item` was reported on (an entry without a feature counts by its
@@ -1377,6 +1401,33 @@ mod tests {
         let file = appended(Role::Worker, None, &[line]);
         let (again, _) = graduated_in("m-2", &items, &Ledger::default(), Some(&file));
         assert_eq!(again, []);
+    }
+
+    #[test]
+    fn one_features_failure_repeating_itself_is_no_missions_sighting() {
+        let own = items_of(
+            "[2026-04-24T10:00:00Z] worker F-4 FAIL: my report test failed near midnight: it \
+             read the real clock with Date.now()\n\
+             [2026-04-24T11:00:00Z] worker F-4 FAIL: my report test failed again near midnight: \
+             the real clock, Date.now(), moved between two readings\n",
+        );
+        assert_eq!(own.len(), 1, "{own:?}");
+        let two = items_of(
+            "[2026-04-24T10:00:00Z] worker F-4 FAIL: my report test failed near midnight: it \
+             read the real clock with Date.now()\n\
+             [2026-04-24T11:00:00Z] worker F-6 FAIL: the export test failed near midnight too: \
+             the real clock, Date.now(), moved between two readings\n",
+        );
+        let other = items_of(
+            "[2026-05-02T10:00:00Z] worker F-3 FAIL: test_hourly_buckets failed at midnight: it \
+             read today's date from the real clock\n",
+        );
+        let (_, ledger) = graduated_in("m-1", &two, &Ledger::default(), None);
+        let (done, _) = graduated_in("m-2", &other, &ledger, None);
+        assert_eq!(done.len(), 1, "{done:?}");
+        let (_, ledger) = graduated_in("m-1", &own, &Ledger::default(), None);
+        let (done, _) = graduated_in("m-2", &other, &ledger, None);
+        assert_eq!(done, []);
     }
 
     #[test]
