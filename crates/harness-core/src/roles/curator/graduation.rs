@@ -471,12 +471,13 @@ impl Known {
     /// Whether it names `item`; or an item of another mission that says the same (`same`: their
     /// ids) in a line that the wording (`numbered[1]`, telling the failure mode `mode`) says
     /// again, or that tells the same failure mode in its own tools' words, or in a failure mode's
-    /// lesson (which names none of the tools an item's wording names); or has a line like
+    /// lesson (which names none of the tools an item's wording names); or names an item of
+    /// another mission that tells `mode` (`same_mode`), in whatever words; or has a line like
     /// `numbered` (the item's words and the wording's, numbered).
     fn says(
         &self,
         item: &Item,
-        same: &[&str],
+        (same, same_mode): (&[&str], &[&str]),
         (numbered, mode): (&[Vec<u32>; 2], Option<&str>),
     ) -> bool {
         // A lesson learned from a failure of the mode is that line's knowledge too, whichever
@@ -495,6 +496,7 @@ impl Known {
                         || similarity(line, &numbered[1]) >= 0.45
                 })
             })
+            || same_mode.iter().any(|id| self.ids.contains_key(*id))
             || numbered.iter().any(|w| !self.lines.similar(w).is_empty())
     }
 
@@ -640,9 +642,15 @@ pub fn graduate(
             vocabulary.weighted_ids(&item.words),
             vocabulary.weighted_ids(&analyse(&wording, context).words),
         ];
-        let mut same: Vec<&str> = matched.iter().map(|r| r.id.as_str()).collect();
         let mode = told_phrase(&wording);
-        if file.says(item, &same, (&numbered, mode))
+        // An item of another mission that tells the mode, in whatever words its line says.
+        let same_mode: Vec<&str> = matched
+            .iter()
+            .filter(|r| mode.is_some_and(|mode| r.modes.contains(mode)))
+            .map(|r| r.id.as_str())
+            .collect();
+        let mut same: Vec<&str> = matched.iter().map(|r| r.id.as_str()).collect();
+        if file.says(item, (&same, &same_mode), (&numbered, mode))
             || file.unites(&matched, item.kind == Kind::Avoid)
         {
             continue;
@@ -1428,6 +1436,31 @@ mod tests {
         let (_, ledger) = graduated_in("m-1", &own, &Ledger::default(), None);
         let (done, _) = graduated_in("m-2", &other, &ledger, None);
         assert_eq!(done, []);
+    }
+
+    #[test]
+    fn a_line_graduated_from_an_item_of_a_mode_knows_the_mode() {
+        let first = items_of(
+            "[2026-04-24T10:00:00Z] worker F-4 FAIL: ran anvil in the foreground to try the \
+             transfer, and the iteration waited on it until the timeout; see scripts/try.sh\n",
+        );
+        let second = items_of(
+            "[2026-05-02T10:00:00Z] worker F-3 FAIL: cabal run api-server to look at /v1/gyms \
+             never came back; a server holds a job for ever\n",
+        );
+        let (_, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
+        // The first mission's item graduated in words that tell no mode.
+        let line = format!(
+            "- try a transfer against anvil started with &, and kill it when done {}2026-04-24 \
+             from mission m-1: TRICK reported by 2 distinct workers: F-4, F-6; c:{} -->",
+            memory::GRADUATED_COMMENT,
+            first[0].id
+        );
+        let file = appended(Role::Worker, None, &[line]);
+        let (again, _) = graduated_in("m-2", &second, &ledger, Some(&file));
+        assert_eq!(again, []);
+        let (alone, _) = graduated_in("m-2", &second, &ledger, None);
+        assert_eq!(alone.len(), 1, "{alone:?}");
     }
 
     #[test]
