@@ -6,7 +6,8 @@
 //!   model to keep is chosen by macro F1", "the test set is scored once per chosen model");
 //! - they are about the same thing: in "X is/are/stays/lives …" decisions (an aside in parentheses
 //!   read past; a copula after "so", "because" or a condition, "once the one before it is
-//!   finished", is not the decision's) and "X: …" ones with a short X, the words of the X (what is
+//!   finished", is not the decision's; nor is a relative clause in X that an article opens: "the
+//!   oldest Rakudo the module supports" is about Rakudo, not the module) and "X: …" ones with a short X, the words of the X (what is
 //!   decided about) share one, amounts, prices and fees being one thing (`prices are
 //!   numeric(12,2)`, `amounts are integer cents`; "state stays local", "remote state: an S3
 //!   bucket"; a possessor is not the subject: "a hike's distance" is about the distance, not the
@@ -641,6 +642,23 @@ fn before_consequence(clause: &str) -> &str {
 
 /// `words` without those that announce a change or negate (`now`, `no`, `more`…): what is
 /// shared besides them says what the change is about.
+/// `words` (a subject, lowercase) without the relative clause that an article opens after a
+/// noun: "the oldest rakudo the module supports" is about the oldest Rakudo, not the module.
+fn without_relative<'w>(words: &'w [&'w str]) -> &'w [&'w str] {
+    const ARTICLES: &[&str] = &["a", "an", "the"];
+    const JOINING: &[&str] = &["and", "or", "nor", "but"];
+    let opens = |at: usize| {
+        ARTICLES.contains(&words[at])
+            && !ARTICLES.contains(&words[at - 1])
+            && !PREPOSITIONS.contains(&words[at - 1])
+            && !JOINING.contains(&words[at - 1])
+    };
+    let end = (1..words.len())
+        .find(|&at| opens(at))
+        .unwrap_or(words.len());
+    &words[..end]
+}
+
 fn topical(words: &[String]) -> Vec<String> {
     const ANNOUNCING: &[&str] = &[
         "anymor", "gon", "instead", "longer", "mor", "mov", "never", "no", "not", "now", "replac",
@@ -692,8 +710,9 @@ fn subject(text: &str, context: &Context) -> (BTreeSet<String>, Option<String>) 
         after.starts_with(':') && after[1..].chars().next().is_none_or(char::is_whitespace);
     match main_copula(&words) {
         Some(copula) => {
-            let about = read(&words[..copula]);
-            let head = head(&words[..copula]);
+            let subject = without_relative(&words[..copula]);
+            let about = read(subject);
+            let head = head(subject);
             (about.into_iter().collect(), head)
         }
         None if heading => {
@@ -1810,6 +1829,20 @@ mod tests {
             opening_code("the `/odom` publisher of nav_core, at 50 Hz"),
             BTreeSet::from(["/odom".to_string()])
         );
+    }
+
+    #[test]
+    fn a_relative_clause_is_not_the_subject() {
+        assert_stays_current(
+            "the lowest Python the package supports is 3.10; CI runs 3.10 to 3.13",
+            "the package is published under the MIT licence, the licence file at the root",
+        );
+        let words = ["the", "port", "the", "server", "listens", "on"];
+        assert_eq!(without_relative(&words), ["the", "port"]);
+        let words = [
+            "the", "name", "of", "the", "tests", "and", "the", "fixtures",
+        ];
+        assert_eq!(without_relative(&words), words);
     }
 
     #[test]
