@@ -56,7 +56,9 @@
 //! A decision that adds to others ("also", "too", "as well", "like the rest", "like every other
 //! …", "X joins Y", in its first clause), or says what is done in one case ("until the user
 //! signs in, …"), replaces none; one that says in a later clause that what an older one on
-//! another subject decided goes on ("…; mist still serves it through wisp") leaves it current.
+//! another subject decided goes on ("…; mist still serves it through wisp") leaves it current,
+//! and so does one that names there the older's subject ("tag ids are INTEGER …; pin ids stay
+//! UUID strings"), unless it announces a change.
 //! A decision that replaces one on its subject or in its words replaces no other by the change
 //! it announces: the change is that one. The successor of a decision is the newer one on
 //! its subject (by its words or what it is about first, then by a change it announces), the
@@ -333,6 +335,16 @@ impl Decision {
         self.kept.intersection(&older.words).next().is_some()
     }
 
+    /// Whether a later clause of it names the subject of `older` as going on, with the words of
+    /// its own subject: "tag ids are INTEGER …; pin ids stay UUID strings" keeps "pin ids are …".
+    fn keeps_subject(&self, older: &Decision) -> bool {
+        older.about.iter().any(|w| self.kept.contains(w))
+            && older
+                .about
+                .iter()
+                .all(|w| self.kept.contains(w) || self.about.contains(w))
+    }
+
     /// Whether `word` is the head of its subject (any word of it, when it has none).
     fn is_head(&self, word: &str) -> bool {
         self.head.as_deref().is_none_or(|head| head == word)
@@ -386,6 +398,11 @@ fn replaces(older: &Decision, newer: &Decision, score: f64, alike: bool) -> Opti
     let other_code = !older.opening.is_empty()
         && !newer.opening.is_empty()
         && older.opening.is_disjoint(&newer.opening);
+    // Said in a later clause to go on as it was, on a subject like the newer's, what the older
+    // decided is not replaced ("tag ids are INTEGER …; pin ids stay UUID strings").
+    if !newer.changes && newer.keeps_subject(older) {
+        return None;
+    }
     if older.same_subject(newer) && !other_code {
         return Some(2.0 + score);
     }
@@ -1828,6 +1845,19 @@ mod tests {
         assert_eq!(
             opening_code("the `/odom` publisher of nav_core, at 50 Hz"),
             BTreeSet::from(["/odom".to_string()])
+        );
+    }
+
+    #[test]
+    fn a_later_clause_keeping_the_older_subject_leaves_it_current() {
+        assert_stays_current(
+            "song ids are UUID strings in a TEXT primary key",
+            "album ids are INTEGER PRIMARY KEY AUTOINCREMENT; song ids stay UUID strings",
+        );
+        // A change announced is one, whatever it says goes on.
+        assert_replaced(
+            "song ids are UUID strings in a TEXT primary key",
+            "song ids are integers now; the album ids stay UUID strings",
         );
     }
 
