@@ -1,22 +1,22 @@
 //! Which decision replaces which. A newer decision on the same subject supersedes an older one,
-//! even in other words; the older then goes to MEMORY.md's History. Two decisions are on the
-//! same subject when:
+//! even in other words; the older then goes to MEMORY.md's History. Two decisions are on the same
+//! subject when:
 //! - their words are alike: similarity at the `supersede` threshold (as the join finds them),
-//!   unless each states its subject and what is done to it and the two differ in both ("the
-//!   model to keep is chosen by macro F1", "the test set is scored once per chosen model");
+//!   unless each states its subject and what is done to it and the two differ in both ("the model
+//!   to keep is chosen by macro F1", "the test set is scored once per chosen model");
 //! - they are about the same thing: in "X is/are/stays/lives …" decisions (an aside in parentheses
 //!   read past; a copula after "so", "because" or a condition, "once the one before it is
 //!   finished", is not the decision's; nor is a relative clause in X that an article opens: "the
-//!   oldest Rakudo the module supports" is about Rakudo, not the module) and "X: …" ones with a short X, the words of the X (what is
-//!   decided about) share one, amounts, prices and fees being one thing (`prices are
-//!   numeric(12,2)`, `amounts are integer cents`; "state stays local", "remote state: an S3
-//!   bucket"; a possessor is not the subject: "a hike's distance" is about the distance, not the
-//!   hikes; a word shared is the head of one of the two X, not only a modifier: "tide curves" and
-//!   "tide alerts" are two things), or one is the acronym of the other's words (`MSRV`, "the
-//!   minimum supported Rust version"; a variable's name, `$PORT`, is none), or they give one name
-//!   two versions, which differ in a part both give ("GHC 9.6.6", "the compiler is GHC 9.8.4",
-//!   "bumped GHC to 9.10.1", "the oldest GHC we build with is 9.10": a subject said to be a
-//!   version; not "Postgres 16" and "Postgres 16.2"; a number a unit follows is a quantity:
+//!   oldest Rakudo the module supports" is about Rakudo, not the module) and "X: …" ones with a
+//!   short X, the words of the X (what is decided about) share one, amounts, prices and fees being
+//!   one thing (`prices are numeric(12,2)`, `amounts are integer cents`; "state stays local",
+//!   "remote state: an S3 bucket"; a possessor is not the subject: "a hike's distance" is about the
+//!   distance, not the hikes; a word shared is the head of one of the two X, not only a modifier:
+//!   "tide curves" and "tide alerts" are two things), or one is the acronym of the other's words
+//!   (`MSRV`, "the minimum supported Rust version"; a variable's name, `$PORT`, is none), or they
+//!   give one name two versions, which differ in a part both give ("GHC 9.6.6", "the compiler is
+//!   GHC 9.8.4", "bumped GHC to 9.10.1", "the oldest GHC we build with is 9.10": a subject said to
+//!   be a version; not "Postgres 16" and "Postgres 16.2"; a number a unit follows is a quantity:
 //!   "resized by Hugo to 300, 600 and 900 px", "2 s, 4 s"); but not when each says a different
 //!   thing is done to it ("tiles are decoded with libpng", "tiles are re-encoded as WebP": what a
 //!   decision says is done to its subject, the participle after the copula, is part of that
@@ -24,48 +24,46 @@
 //!   query filter"; where or how it is kept is one thing, whatever its word: "readings are stored
 //!   as specific gravity", "readings are kept in degrees Plato", "drafts live in IndexedDB", and
 //!   another than "a highlight is anchored by its text");
-//! - they give one setting different values, whatever their words ("citations are numeric,
-//!   biblatex style=numeric-comp", "the committee asks for author-year citations: biblatex
+//! - they give one setting different values, whatever their words ("citations are numeric, biblatex
+//!   style=numeric-comp", "the committee asks for author-year citations: biblatex
 //!   style=authoryear");
-//! - one states no subject and names every word of the subject of two words or more that the
-//!   other states ("parcels get bigint primary keys", "every table's primary key is a UUIDv7"),
-//!   in prose: a word inside code (`{:shift_changed, shift_id}`) names what the code carries;
-//!   and one that states no subject is alike in words only if it is outside its code too;
-//! - the newer says that it changes something ("now", "instead", "no more", "moved to",
-//!   "replaces", "is removed"…) and names what is rare in the older (a word of at most [`RARE`]
-//!   items, such as the tool it replaces), or is like it (a weighted similarity of
-//!   [`MARKED_SIMILARITY`] or more), or gives a name of it another number (the same thing at
-//!   another version: "the deployment target is iOS 16.0", "the app now needs iOS 17"; a release of
-//!   three parts needs no name: "the schemas are those of 1.27.0", "the oldest cluster is now 1.29:
-//!   kind runs v1.29.4"), or turns it around (it uses what the older excluded, "no autocast" then
-//!   "runs under torch.autocast", or excludes what the older did, "throwing an Error" then "nothing
-//!   throws any more"): "time handling moves to jiff: chrono cannot…" replaces "timestamps are
-//!   parsed with chrono", or names what the older says and calls it old ("the old header is no
-//!   longer read"); or, whatever the subject, it says that a file, a path or a name of code the
-//!   older names is gone ("we run on PostgreSQL now; var/cobbler.db is gone": words called gone
-//!   may name another thing of their kind). When it says what it replaces ("no more SMTP",
-//!   "instead of stored keys"), it replaces only a decision that names it. A change said after
-//!   "so" or "because" in the same clause is what comes of the decision, not one it announces.
-//!   It replaces a decision that states its subject only if it names that subject (a word of it,
-//!   or one that begins or is begun by one: "time" for "timestamps") or another version of it.
+//! - one states no subject and names every word of the subject of two words or more that the other
+//!   states ("parcels get bigint primary keys", "every table's primary key is a UUIDv7"), in prose:
+//!   a word inside code (`{:shift_changed, shift_id}`) names what the code carries; and one that
+//!   states no subject is alike in words only if it is outside its code too;
+//! - the newer says that it changes something ("now", "instead", "no more", "moved to", "replaces",
+//!   "is removed"…) and names what is rare in the older (a word of at most [`RARE`] items, such as
+//!   the tool it replaces), or is like it (a weighted similarity of [`MARKED_SIMILARITY`] or more),
+//!   or gives a name of it another number (the same thing at another version: "the deployment
+//!   target is iOS 16.0", "the app now needs iOS 17"; a release of three parts needs no name: "the
+//!   schemas are those of 1.27.0", "the oldest cluster is now 1.29: kind runs v1.29.4"), or turns
+//!   it around (it uses what the older excluded, "no autocast" then "runs under torch.autocast", or
+//!   excludes what the older did, "throwing an Error" then "nothing throws any more"): "time
+//!   handling moves to jiff: chrono cannot…" replaces "timestamps are parsed with chrono", or names
+//!   what the older says and calls it old ("the old header is no longer read"); or, whatever the
+//!   subject, it says that a file, a path or a name of code the older names is gone ("we run on
+//!   PostgreSQL now; var/cobbler.db is gone": words called gone may name another thing of their
+//!   kind). When it says what it replaces ("no more SMTP", "instead of stored keys"), it replaces
+//!   only a decision that names it. A change said after "so" or "because" in the same clause is
+//!   what comes of the decision, not one it announces. It replaces a decision that states its
+//!   subject only if it names that subject (a word of it, or one that begins or is begun by one:
+//!   "time" for "timestamps") or another version of it.
 //!
-//! Two decisions that open with different names of code ("the /cmd_vel subscription uses …
-//! depth 10", "the /scan subscription uses … depth 5") are on two subjects, however alike their
-//! words or what they give.
+//! Two decisions that open with different names of code ("the /cmd_vel subscription uses … depth
+//! 10", "the /scan subscription uses … depth 5") are on two subjects, however alike their words or
+//! what they give.
 //!
-//! A decision that adds to others ("also", "too", "as well", "like the rest", "like every other
-//! …", "X joins Y", in its first clause), or says what is done in one case ("until the user
-//! signs in, …"), replaces none; one that says in a later clause that what an older one on
-//! another subject decided goes on ("…; mist still serves it through wisp") leaves it current,
-//! and so does one that names there the older's subject ("tag ids are INTEGER …; pin ids stay
-//! UUID strings"), unless it announces a change.
-//! A decision that replaces one on its subject or in its words replaces no other by the change
-//! it announces: the change is that one. The successor of a decision is the newer one on
-//! its subject (by its words or what it is about first, then by a change it announces), the
-//! most similar, then the latest. Decisions are
-//! compared with the [`WINDOW`] decisions before them that share what they are about or, for a
-//! change announced, any of them: a log of many thousands of decisions costs no more than its
-//! decisions.
+//! A decision that adds to others ("also", "too", "as well", "a second …", "like the rest", "like
+//! every other …", "X joins Y", in its first clause), or says what is done in one case ("until the
+//! user signs in, …"), replaces none; one that says in a later clause that what an older one on
+//! another subject decided goes on ("…; mist still serves it through wisp") leaves it current, and
+//! so does one that names there the older's subject ("tag ids are INTEGER …; pin ids stay UUID
+//! strings"), unless it announces a change. A decision that replaces one on its subject or in its
+//! words replaces no other by the change it announces: the change is that one. The successor of a
+//! decision is the newer one on its subject (by its words or what it is about first, then by a
+//! change it announces), the most similar, then the latest. Decisions are compared with the
+//! [`WINDOW`] decisions before them that share what they are about or, for a change announced, any
+//! of them: a log of many thousands of decisions costs no more than its decisions.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -130,11 +128,19 @@ const GONE: &[&str] = &[
 /// Words that open what comes of a decision or why it is taken (with the spaces around them).
 const CONSEQUENCES: &[&str] = &[" because ", " so "];
 /// Words that say, in a decision's first clause, that it adds to earlier ones ("the Input Map
-/// also binds a gamepad"; and "exports live under /api/v1 like the rest", see
+/// also binds a gamepad", "the export is a second Seaside application"; and "exports live
+/// under /api/v1 like the rest", see
 /// [`hygiene::as_the_rest`]; and, when it announces no change, "acronyms go through the same
 /// glossaries setup"); said later, they tell of what else follows from it ("…, and CI says 5.2
 /// as well").
-const ADDITIONS: &[&str] = &["additionally", "also", "as well", "in addition", "too"];
+const ADDITIONS: &[&str] = &[
+    "a second",
+    "additionally",
+    "also",
+    "as well",
+    "in addition",
+    "too",
+];
 /// Words that say, in a decision's first clause, that what it decides joins what was decided
 /// before ("credit card joins iDEAL and Bancontact at checkout"); said later, they tell of
 /// something else ("…; ggplot2 joins Imports").
@@ -1858,6 +1864,14 @@ mod tests {
         assert_replaced(
             "song ids are UUID strings in a TEXT primary key",
             "song ids are integers now; the album ids stay UUID strings",
+        );
+    }
+
+    #[test]
+    fn a_second_one_adds_to_the_first() {
+        assert_stays_current(
+            "the web UI is a Seaside application registered at /app, on port 8080",
+            "the admin pages are a second Seaside application at /admin, on the same port",
         );
     }
 
