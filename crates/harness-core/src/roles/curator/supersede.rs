@@ -145,9 +145,12 @@ const ADDITIONS: &[&str] = &[
 /// before ("credit card joins iDEAL and Bancontact at checkout"); said later, they tell of
 /// something else ("…; ggplot2 joins Imports").
 const JOINING: &[&str] = &["alongside", "join", "joins"];
-/// Words that open a condition: a decision that starts with one ("until the user signs in, …")
-/// says what is done in that case, and adds to the decisions on the others.
-const CONDITIONS: &[&str] = &["if", "once", "unless", "until", "when", "whenever", "while"];
+/// Words that open a condition: a decision that starts with one ("until the user signs in, …",
+/// "before a schema upgrade the database is copied …") says what is done in that case, and adds
+/// to the decisions on the others.
+const CONDITIONS: &[&str] = &[
+    "after", "before", "if", "once", "unless", "until", "when", "whenever", "while",
+];
 /// Copulas: what comes before the first of them in a decision's first clause is its subject.
 const COPULAS: &[&str] = &[
     "are", "is", "live", "lives", "remain", "remains", "stay", "stays", "was", "were",
@@ -1958,6 +1961,11 @@ mod tests {
         assert_stays_current(
             "the cart lives in the orders database, one row per item",
             "until the user signs in, the cart lives in local storage",
+        );
+        assert_stays_current(
+            "the database is one SQLite file, ledger.db, created on first start",
+            "before a schema upgrade the database is copied to ledger.db.bak next to it; the \
+             upgrade itself runs in one transaction",
         );
     }
 
