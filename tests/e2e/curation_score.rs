@@ -710,6 +710,8 @@ const FLOORS: &[(&str, Least, [f64; 3], usize, usize)] = &[
     ("blind16", (10, 20), [0.99, 0.66, 0.86], 27, 0),
     ("blind17", (10, 20), [0.78, 0.78, 0.96], 26, 1),
     ("blind18", (10, 20), [0.82, 0.66, 0.81], 22, 1),
+    ("blind19", (10, 20), [0.82, 0.76, 0.83], 23, 1),
+    ("blind20", (10, 20), [0.79, 0.61, 0.70], 30, 0),
 ];
 
 /// Scores the blind log `name` and checks that it holds its floor (see [`FLOORS`]).
@@ -917,6 +919,22 @@ fn curation_score_on_the_eighteenth_blind_log() {
     holds_its_floor("blind18");
 }
 
+/// The nineteenth and twentieth blind logs were written after the rules made with the
+/// eighteenth, by someone who did not read them; their first scores (BENCHMARKS.md) were again
+/// the same with the rules of the session's start. General rules came after (a line graduated
+/// from an item of a failure mode knows the mode, a relative clause is not a subject, a later
+/// clause that keeps the older's subject, "a second …", "before …"); what is asserted is that
+/// nothing gets worse than after them.
+#[test]
+fn curation_score_on_the_nineteenth_blind_log() {
+    holds_its_floor("blind19");
+}
+
+#[test]
+fn curation_score_on_the_twentieth_blind_log() {
+    holds_its_floor("blind20");
+}
+
 /// The curator's agent making the calls a careful human makes (which items say the same, which
 /// decision replaces which, what is local, what is general and in what words), on every
 /// labelled log: what the rules cannot see is then seen, and the rules still check each call
@@ -931,7 +949,7 @@ fn curation_score_with_the_agent_judging() {
     for name in [
         "main", "holdout", "fresh", "blind", "blind2", "blind3", "blind4", "blind5", "blind6",
         "blind7", "blind8", "blind9", "blind10", "blind11", "blind12", "blind13", "blind14",
-        "blind15", "blind16", "blind17", "blind18",
+        "blind15", "blind16", "blind17", "blind18", "blind19", "blind20",
     ] {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;
