@@ -45,7 +45,9 @@ pub const MODES: &[Mode] = &[
         lesson: "a server or a watcher started in the foreground never returns and holds the \
                  iteration until its timeout: run a watcher's one-shot form, and start a server \
                  in the background, keep its pid and stop it when done",
-        tells: |w| w.held() && (w.has(SERVING) || w.has_phrase(SERVING_PHRASES)),
+        tells: |w| {
+            w.held() && (w.has(SERVING) || w.has_phrase(SERVING_PHRASES) || w.not_backgrounded())
+        },
     },
     Mode {
         phrase: "<real clock>",
@@ -337,6 +339,11 @@ impl<'t> Words<'t> {
         })
     }
 
+    /// Whether it says a command was run without the shell's `&`: in the foreground.
+    fn not_backgrounded(&self) -> bool {
+        self.text.contains("without &")
+    }
+
     /// Whether a command or the iteration was held: it waited, or never returned.
     fn held(&self) -> bool {
         let mut pairs = self.words().zip(self.words().skip(1));
@@ -430,6 +437,7 @@ mod tests {
             "latexmk -pvc rebuilds on every change and never exits, so the iteration timed out",
             "running the dev server in the same shell to look at the page; it holds the iteration",
             "hugo server held the iteration once more",
+            "java -jar app.jar without & holds the shell until the timeout",
         ] {
             assert_eq!(phrase(text), Some("<server in the foreground>"), "{text}");
         }
