@@ -712,6 +712,7 @@ const FLOORS: &[(&str, Least, [f64; 3], usize, usize)] = &[
     ("blind18", (10, 20), [0.82, 0.66, 0.81], 22, 1),
     ("blind19", (10, 20), [0.82, 0.76, 0.83], 23, 1),
     ("blind20", (10, 20), [0.79, 0.61, 0.70], 30, 0),
+    ("blind21", (10, 20), [0.79, 0.79, 0.76], 19, 0),
     ("blind22", (10, 20), [0.87, 0.53, 0.74], 27, 1),
 ];
 
@@ -936,6 +937,16 @@ fn curation_score_on_the_twentieth_blind_log() {
     holds_its_floor("blind20");
 }
 
+/// The twenty-first blind log was written after the rules made with the twentieth, by someone
+/// who did not read them (but the labelled README's section on scoring); it is the first whose
+/// first score (BENCHMARKS.md) was better than with the rules of the session's start: one
+/// worker's flaky test and a mode's lesson said again no longer graduate. What is asserted is
+/// that nothing gets worse than that first score.
+#[test]
+fn curation_score_on_the_twenty_first_blind_log() {
+    holds_its_floor("blind21");
+}
+
 /// The twenty-second blind log was written after the rules made with the twentieth, by someone
 /// who did not read them; its first score (BENCHMARKS.md) was again the same with the rules of
 /// the session's start. A general rule came after (a command held "without &" is a server in
@@ -959,7 +970,7 @@ fn curation_score_with_the_agent_judging() {
     for name in [
         "main", "holdout", "fresh", "blind", "blind2", "blind3", "blind4", "blind5", "blind6",
         "blind7", "blind8", "blind9", "blind10", "blind11", "blind12", "blind13", "blind14",
-        "blind15", "blind16", "blind17", "blind18", "blind19", "blind20", "blind22",
+        "blind15", "blind16", "blind17", "blind18", "blind19", "blind20", "blind21", "blind22",
     ] {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;
