@@ -1352,18 +1352,24 @@ mod tests {
         assert_eq!(done, []);
     }
 
-    #[test]
-    fn a_lesson_like_a_failure_graduated_in_its_modes_words_is_known() {
+    /// Two missions' failures of the server left in the foreground, in words that share nothing
+    /// and that name each a path of its mission (neither wording is general).
+    fn servers_in_the_foreground() -> (Vec<Item>, Vec<Item>) {
         let first = items_of(
             "[2026-04-24T10:00:00Z] worker F-4 FAIL: ran anvil in the foreground to try the \
              transfer, and the iteration waited on it until the timeout; see scripts/try.sh\n",
         );
-        // Neither wording is general (each names a path of its mission): the line is in the
-        // mode's words.
         let second = items_of(
             "[2026-05-02T10:00:00Z] worker F-3 FAIL: cabal run api-server to look at /v1/gyms \
              never came back; a server holds a job for ever\n",
         );
+        (first, second)
+    }
+
+    #[test]
+    fn a_lesson_like_a_failure_graduated_in_its_modes_words_is_known() {
+        // Neither wording is general: the line is in the mode's words.
+        let (first, second) = servers_in_the_foreground();
         let (_, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
         let (done, ledger) = graduated_in("m-2", &second, &ledger, None);
         assert_eq!(done.len(), 1, "{done:?}");
@@ -1440,14 +1446,7 @@ mod tests {
 
     #[test]
     fn a_line_graduated_from_an_item_of_a_mode_knows_the_mode() {
-        let first = items_of(
-            "[2026-04-24T10:00:00Z] worker F-4 FAIL: ran anvil in the foreground to try the \
-             transfer, and the iteration waited on it until the timeout; see scripts/try.sh\n",
-        );
-        let second = items_of(
-            "[2026-05-02T10:00:00Z] worker F-3 FAIL: cabal run api-server to look at /v1/gyms \
-             never came back; a server holds a job for ever\n",
-        );
+        let (first, second) = servers_in_the_foreground();
         let (_, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
         // The first mission's item graduated in words that tell no mode.
         let line = format!(
