@@ -713,7 +713,7 @@ const FLOORS: &[(&str, Least, [f64; 3], usize, usize)] = &[
     ("blind19", (10, 20), [0.82, 0.76, 0.83], 23, 1),
     ("blind20", (10, 20), [0.79, 0.61, 0.70], 30, 0),
     ("blind21", (10, 20), [0.79, 0.79, 0.76], 19, 0),
-    ("blind22", (10, 20), [0.87, 0.53, 0.74], 27, 1),
+    ("blind22", (10, 20), [0.88, 0.61, 0.74], 27, 1),
 ];
 
 /// Scores the blind log `name` and checks that it holds its floor (see [`FLOORS`]).
@@ -949,8 +949,9 @@ fn curation_score_on_the_twenty_first_blind_log() {
 
 /// The twenty-second blind log was written after the rules made with the twentieth, by someone
 /// who did not read them; its first score (BENCHMARKS.md) was again the same with the rules of
-/// the session's start. A general rule came after (a command held "without &" is a server in
-/// the foreground); what is asserted is that nothing gets worse than after it.
+/// the session's start. General rules came after (a command held "without &" is a server in
+/// the foreground; an identity line that names other code holds other knowledge); what is
+/// asserted is that nothing gets worse than after them.
 #[test]
 fn curation_score_on_the_twenty_second_blind_log() {
     holds_its_floor("blind22");

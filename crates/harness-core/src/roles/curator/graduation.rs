@@ -43,7 +43,7 @@ use super::join::{Index, Vocabulary};
 use super::judgments::Judgments;
 use super::modes;
 use super::practices;
-use super::similarity::{analyse, similarity, Context, Specific};
+use super::similarity::{analyse, identifiers_of, similarity, Context, Specific};
 use super::{Cancelled, Params};
 
 /// The most failure modes, and the most lessons, one mission keeps in the ledger (the most seen
@@ -432,6 +432,8 @@ struct Known {
     /// The failure modes told by lines that graduated from a failure: any failure of one of
     /// them is what such a line says, in whatever tool's words.
     failures: BTreeSet<&'static str>,
+    /// The identifiers each line names, by its number.
+    named: Vec<BTreeSet<String>>,
 }
 
 impl Known {
@@ -445,6 +447,7 @@ impl Known {
             modal: Vec::new(),
             told: Vec::new(),
             failures: BTreeSet::new(),
+            named: Vec::new(),
         };
         for whole in text.lines() {
             known.add_line(whole, vocabulary);
@@ -478,7 +481,7 @@ impl Known {
         &self,
         item: &Item,
         (same, same_mode): (&[&str], &[&str]),
-        (numbered, mode): (&[Vec<u32>; 2], Option<&str>),
+        (numbered, mode, named): (&[Vec<u32>; 2], Option<&str>, &BTreeSet<String>),
     ) -> bool {
         // A lesson learned from a failure of the mode is that line's knowledge too, whichever
         // of its tags is the most frequent.
@@ -493,11 +496,17 @@ impl Known {
                 self.ids.get(*id).is_some_and(|(number, line)| {
                     self.modal[*number]
                         || (mode.is_some() && self.told[*number] == mode)
-                        || similarity(line, &numbered[1]) >= 0.45
+                        || (similarity(line, &numbered[1]) >= 0.45
+                            && !self.names_other_code(*number, named))
                 })
             })
             || same_mode.iter().any(|id| self.ids.contains_key(*id))
-            || numbered.iter().any(|w| !self.lines.similar(w).is_empty())
+            || numbered.iter().any(|w| {
+                self.lines
+                    .similar(w)
+                    .into_iter()
+                    .any(|line| !self.names_other_code(line, named))
+            })
     }
 
     /// Takes a line into account: the ids it names, its words, numbered, whether it (`text`)
@@ -514,7 +523,16 @@ impl Known {
         for id in ids {
             self.ids.insert(id.to_string(), (line, numbered.clone()));
         }
+        self.named.push(identifiers_of(text).into_iter().collect());
         self.lines.insert(numbered);
+    }
+
+    /// Whether line `number` and a wording that names the identifiers `named` each name code
+    /// the other does not (`ktlintFormat`, `codenarcMain`): alike in their other words, they
+    /// are two tools' lessons.
+    fn names_other_code(&self, number: usize, named: &BTreeSet<String>) -> bool {
+        let theirs = &self.named[number];
+        !theirs.is_empty() && !named.is_empty() && theirs.is_disjoint(named)
     }
 
     /// Whether one line names items of two missions or more among `matched` (items of other
@@ -650,7 +668,8 @@ pub fn graduate(
             .map(|r| r.id.as_str())
             .collect();
         let mut same: Vec<&str> = matched.iter().map(|r| r.id.as_str()).collect();
-        if file.says(item, (&same, &same_mode), (&numbered, mode))
+        let named: BTreeSet<String> = identifiers_of(&wording).into_iter().collect();
+        if file.says(item, (&same, &same_mode), (&numbered, mode, &named))
             || file.unites(&matched, item.kind == Kind::Avoid)
         {
             continue;
@@ -1442,6 +1461,30 @@ mod tests {
         let (_, ledger) = graduated_in("m-1", &own, &Ledger::default(), None);
         let (done, _) = graduated_in("m-2", &other, &ledger, None);
         assert_eq!(done, []);
+    }
+
+    #[test]
+    fn a_line_that_names_other_code_is_other_knowledge() {
+        let convention = |task: &str, day: u32| {
+            items_of(&format!(
+                "[2026-04-{day}T10:00:00Z] worker F-1 LESSON: ran gradle {task} before the commit\n\
+                 [2026-04-{day}T11:00:00Z] worker F-2 LESSON: ran gradle {task} before committing\n\
+                 [2026-04-{day}T12:00:00Z] worker F-3 LESSON: gradle {task} ran before the commit\n"
+            ))
+        };
+        let (done, ledger) = graduated_in(
+            "m-1",
+            &convention("ktlintFormat", 24),
+            &Ledger::default(),
+            None,
+        );
+        assert_eq!(done.len(), 1, "{done:?}");
+        let file = appended(Role::Worker, None, &[done[0].line.clone()]);
+        // The same lesson of another mission is known; another linter's is not.
+        let (again, _) = graduated_in("m-2", &convention("ktlintFormat", 28), &ledger, Some(&file));
+        assert_eq!(again, []);
+        let (other, _) = graduated_in("m-2", &convention("codenarcMain", 28), &ledger, Some(&file));
+        assert_eq!(other.len(), 1, "{other:?}");
     }
 
     #[test]
