@@ -476,7 +476,8 @@ impl Known {
     /// again, or that tells the same failure mode in its own tools' words, or in a failure mode's
     /// lesson (which names none of the tools an item's wording names); or names an item of
     /// another mission that tells `mode` (`same_mode`), in whatever words; or has a line like
-    /// `numbered` (the item's words and the wording's, numbered).
+    /// `numbered` (the item's words and the wording's, numbered). A line alike in words that
+    /// names other code than the wording (`named`: its identifiers) is another tool's.
     fn says(
         &self,
         item: &Item,
