@@ -38,7 +38,7 @@ use crate::state::memory::{self, strip_comments, Tag};
 
 use super::document::marker_ids;
 use super::hygiene::{self, Needed, Said};
-use super::items::{Item, Kind};
+use super::items::{Evidence, Item, Kind};
 use super::join::{Index, Vocabulary};
 use super::judgments::Judgments;
 use super::modes;
@@ -485,12 +485,8 @@ impl Known {
         (numbered, mode, named): (&[Vec<u32>; 2], Option<&str>, &BTreeSet<String>),
     ) -> bool {
         // A lesson learned from a failure of the mode is that line's knowledge too, whichever
-        // of its tags is the most frequent.
-        let failure = item.kind == Kind::Avoid
-            || item
-                .evidence
-                .iter()
-                .any(|e| matches!(e.tag, Tag::Avoid | Tag::Fail));
+        // of its tags is the most frequent (an item in the failures' section holds one).
+        let failure = item.evidence.iter().any(Evidence::failed);
         item.entry_ids().any(|id| self.ids.contains_key(id))
             || (failure && mode.is_some_and(|mode| self.failures.contains(mode)))
             || same.iter().any(|id| {
@@ -903,17 +899,12 @@ fn own_wordings<'a>(
 /// names a value of one mission (a row of its data, its port, a date) happened to that
 /// mission's data, where a path or a task name it names is as often a tool's.
 fn learned_after_failure(item: &Item, context: &Context) -> bool {
-    let Some(failed) = item
-        .evidence
-        .first()
-        .filter(|e| matches!(e.tag, Tag::Avoid | Tag::Fail))
-        .filter(|e| {
-            !analyse(&e.text, context)
-                .specifics
-                .iter()
-                .any(|(kind, _)| !matches!(kind, Specific::Path | Specific::Name))
-        })
-    else {
+    let Some(failed) = item.evidence.first().filter(|e| e.failed()).filter(|e| {
+        !analyse(&e.text, context)
+            .specifics
+            .iter()
+            .any(|(kind, _)| !matches!(kind, Specific::Path | Specific::Name))
+    }) else {
         return false;
     };
     item.evidence
@@ -934,11 +925,7 @@ fn sighted_in(item: &Item, recurrence: &Recurrence, matched: &[&Recorded]) -> Ve
 /// Whether `item` is one feature's failure repeating itself: failed more than once, on that
 /// feature alone (its own flaky test on each attempt).
 fn repeated_alone(item: &Item) -> bool {
-    let failures = item
-        .evidence
-        .iter()
-        .filter(|e| matches!(e.tag, Tag::Avoid | Tag::Fail))
-        .count();
+    let failures = item.evidence.iter().filter(|e| e.failed()).count();
     failures >= 2 && independent(item).len() == 1
 }
 

@@ -81,6 +81,11 @@ pub struct Evidence {
 }
 
 impl Evidence {
+    /// Whether it tells what did not work (AVOID, FAIL).
+    pub fn failed(&self) -> bool {
+        Kind::of(self.tag) == Some(Kind::Avoid)
+    }
+
     /// Who reported it: a role on a feature. The worker on F-001 and the worker on F-004 are two
     /// workers; the iterations on one feature are one worker (each reads its predecessor's
     /// notes, so a repeat there is not an independent report).
