@@ -489,10 +489,7 @@ fn specific(token: &str, context: &Context) -> Option<Specific> {
             .map(|_| Specific::Project);
     }
     // A possessive names its feature too ("F-007's rate-limit test").
-    let owner = token
-        .strip_suffix("'s")
-        .or_else(|| token.strip_suffix("’s"))
-        .unwrap_or(token);
+    let owner = possessor(token).unwrap_or(token);
     if context.features.contains(owner) || looks_like_feature_id(owner, context) {
         return Some(Specific::FeatureId);
     }
@@ -539,6 +536,11 @@ fn specific(token: &str, context: &Context) -> Option<Specific> {
         }
     }
     None
+}
+
+/// What a possessive names ("F-007's" → "F-007"), if `word` is one.
+pub fn possessor(word: &str) -> Option<&str> {
+    word.strip_suffix("'s").or_else(|| word.strip_suffix("’s"))
 }
 
 /// Shaped like a feature id of the mission: the letters of one of its ids (`f` of `F-001`),

@@ -72,7 +72,7 @@ use crate::base::time::Timestamp;
 use super::hygiene;
 use super::items::{Item, Kind};
 use super::join::{self, Vocabulary};
-use super::similarity::{is_unit, similarity, Context};
+use super::similarity::{is_unit, possessor, similarity, Context};
 use super::Cancelled;
 
 /// The weighted similarity at which a decision announcing a change replaces an older one,
@@ -300,6 +300,15 @@ impl Decision {
         named || release
     }
 
+    /// Whether the two open with different names of code, and so are about two things,
+    /// however alike their words or what they give ("the /cmd_vel subscription uses … depth
+    /// 10", "the /scan subscription uses … depth 5").
+    fn opens_with_other_code(&self, other: &Decision) -> bool {
+        !self.opening.is_empty()
+            && !other.opening.is_empty()
+            && self.opening.is_disjoint(&other.opening)
+    }
+
     /// Whether the two give one setting different values (`biblatex style=numeric-comp`, "the
     /// committee asks for author-year citations: biblatex style=authoryear"): whatever their
     /// words, that setting is what both decide.
@@ -401,12 +410,7 @@ fn replaces(older: &Decision, newer: &Decision, score: f64, alike: bool) -> Opti
     if newer.adds {
         return None;
     }
-    // Two decisions that open with different names of code are about two things, however
-    // alike their words or what they give ("the /cmd_vel subscription uses … depth 10", "the
-    // /scan subscription uses … depth 5").
-    let other_code = !older.opening.is_empty()
-        && !newer.opening.is_empty()
-        && older.opening.is_disjoint(&newer.opening);
+    let other_code = older.opens_with_other_code(newer);
     // Said in a later clause to go on as it was, on a subject like the newer's, what the older
     // decided is not replaced ("tag ids are INTEGER …; pin ids stay UUID strings").
     if !newer.changes && newer.keeps_subject(older) {
@@ -672,12 +676,12 @@ fn before_consequence(clause: &str) -> &str {
 /// noun: "the oldest rakudo the module supports" is about the oldest Rakudo, not the module.
 fn without_relative<'w>(words: &'w [&'w str]) -> &'w [&'w str] {
     const ARTICLES: &[&str] = &["a", "an", "the"];
-    const JOINING: &[&str] = &["and", "or", "nor", "but"];
+    const CONJUNCTIONS: &[&str] = &["and", "or", "nor", "but"];
     let opens = |at: usize| {
         ARTICLES.contains(&words[at])
             && !ARTICLES.contains(&words[at - 1])
             && !PREPOSITIONS.contains(&words[at - 1])
-            && !JOINING.contains(&words[at - 1])
+            && !CONJUNCTIONS.contains(&words[at - 1])
     };
     let end = (1..words.len())
         .find(|&at| opens(at))
@@ -708,7 +712,7 @@ fn subject(text: &str, context: &Context) -> (BTreeSet<String>, Option<String>) 
     // A possessor is not what is decided about: "a hike's distance" is about the distance.
     let words: Vec<&str> = lowered
         .split_whitespace()
-        .filter(|w| !w.ends_with("'s") && !w.ends_with("’s"))
+        .filter(|w| possessor(w).is_none())
         .collect();
     let read = |words: &[&str]| -> Vec<String> {
         super::similarity::read_words(&words.join(" "), context)
