@@ -471,17 +471,17 @@ impl Known {
         self.add(&ids, words, (text, whole));
     }
 
-    /// Whether it names `item`; or an item of another mission that says the same (`same`: their
-    /// ids) in a line that the wording (`numbered[1]`, telling the failure mode `mode`) says
-    /// again, or that tells the same failure mode in its own tools' words, or in a failure mode's
-    /// lesson (which names none of the tools an item's wording names); or names an item of
-    /// another mission that tells `mode` (`same_mode`), in whatever words; or has a line like
-    /// `numbered` (the item's words and the wording's, numbered). A line alike in words that
-    /// names other code than the wording (`named`: its identifiers) is another tool's.
+    /// Whether it names `item`; or an item of another mission that says the same (`matched`) in
+    /// a line that the wording (`numbered[1]`, telling the failure mode `mode`) says again, or
+    /// that tells the same failure mode in its own tools' words, or in a failure mode's lesson
+    /// (which names none of the tools an item's wording names), or in whatever words when that
+    /// item tells `mode`; or has a line like `numbered` (the item's words and the wording's,
+    /// numbered). A line alike in words that names other code than the wording (`named`: its
+    /// identifiers) is another tool's.
     fn says(
         &self,
         item: &Item,
-        (same, same_mode): (&[&str], &[&str]),
+        matched: &[&Recorded],
         (numbered, mode, named): (&[Vec<u32>; 2], Option<&str>, &BTreeSet<String>),
     ) -> bool {
         // A lesson learned from a failure of the mode is that line's knowledge too, whichever
@@ -489,15 +489,15 @@ impl Known {
         let failure = item.evidence.iter().any(Evidence::failed);
         item.entry_ids().any(|id| self.ids.contains_key(id))
             || (failure && mode.is_some_and(|mode| self.failures.contains(mode)))
-            || same.iter().any(|id| {
-                self.ids.get(*id).is_some_and(|(number, line)| {
+            || matched.iter().any(|r| {
+                self.ids.get(&r.id).is_some_and(|(number, line)| {
                     self.modal[*number]
                         || (mode.is_some() && self.told[*number] == mode)
+                        || mode.is_some_and(|mode| r.modes.contains(mode))
                         || (similarity(line, &numbered[1]) >= 0.45
                             && !self.names_other_code(*number, named))
                 })
             })
-            || same_mode.iter().any(|id| self.ids.contains_key(*id))
             || numbered.iter().any(|w| {
                 self.lines
                     .similar(w)
@@ -658,19 +658,13 @@ pub fn graduate(
             vocabulary.weighted_ids(&analyse(&wording, context).words),
         ];
         let mode = told_phrase(&wording);
-        // An item of another mission that tells the mode, in whatever words its line says.
-        let same_mode: Vec<&str> = matched
-            .iter()
-            .filter(|r| mode.is_some_and(|mode| r.modes.contains(mode)))
-            .map(|r| r.id.as_str())
-            .collect();
-        let mut same: Vec<&str> = matched.iter().map(|r| r.id.as_str()).collect();
         let named: BTreeSet<String> = identifiers_of(&wording).into_iter().collect();
-        if file.says(item, (&same, &same_mode), (&numbered, mode, &named))
+        if file.says(item, &matched, (&numbered, mode, &named))
             || file.unites(&matched, item.kind == Kind::Avoid)
         {
             continue;
         }
+        let mut same: Vec<&str> = matched.iter().map(|r| r.id.as_str()).collect();
         // The line names the items of other missions that say the same too: a later mission
         // that matches any of them knows it graduated.
         same.sort_unstable();
