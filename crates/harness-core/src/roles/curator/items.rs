@@ -197,21 +197,39 @@ pub fn group(
     // Failures of one mission that tell one failure mode are one item ("docker compose up
     // stayed attached", "the celery worker in the foreground never gave the shell back"), and
     // those of two modes are two, however alike their words.
-    let (mode_of, practice_of) = told_by(&named);
-    join_by_mode(&mut sets, &members, &mode_of);
-    // Entries that tell one practice ("rebar3 ct --suite reruns one suite", "a bare rebar3 ct
-    // runs every suite") are one item at a lower similarity: the practice's words are the ones
-    // their tellings share least.
-    join_by_practice(
+    let told = told_by(&named);
+    join_by_mode(&mut sets, &members, &told.failure);
+    // A lesson about a failure mode ("the image could not install plugins inside the sandbox (no
+    // network)") is one item with the mode's failures and lessons alike at a lower similarity:
+    // the mode's words are few of each telling's.
+    let mode_of: Vec<Option<&str>> = (told.failure.iter().zip(&told.lesson))
+        .map(|(failure, lesson)| failure.or(*lesson))
+        .collect();
+    join_alike_by_key(
         &mut sets,
-        (&members, &named, &practice_of),
-        &ids,
-        threshold * PRACTICE_SHARE,
+        (&members, &mode_of),
+        (&ids, threshold * LESSON_OF_MODE_SHARE),
+        |a, b| told.lesson[a].is_some() || told.lesson[b].is_some(),
+    );
+    // Entries that tell one practice ("rebar3 ct --suite reruns one suite", "a bare rebar3 ct
+    // runs every suite") and name a tool in common are one item at a lower similarity: the
+    // practice's words are the ones their tellings share least.
+    let tools: Vec<BTreeSet<String>> = (named.iter().zip(&told.practice))
+        .map(|(((_, words), _), practice)| match practice {
+            Some(_) => practices::tools(words),
+            None => BTreeSet::new(),
+        })
+        .collect();
+    join_alike_by_key(
+        &mut sets,
+        (&members, &told.practice),
+        (&ids, threshold * PRACTICE_SHARE),
+        |a, b| !tools[a].is_disjoint(&tools[b]),
     );
     for &member in &members {
         group_of[member] = sets.root(member);
     }
-    apart_by_mode(&mut group_of, &members, &mode_of, &ids);
+    apart_by_mode(&mut group_of, &members, &told.failure, &ids);
     let mut groups: BTreeMap<usize, (bool, Vec<Evidence>)> = BTreeMap::new();
     for (index, ((kind, _), evidence)) in nodes.iter_mut().enumerate() {
         groups
@@ -308,23 +326,39 @@ fn average_linkage(sets: &[usize], ids: &[Vec<u32>], average: f64) -> Vec<Vec<us
     parts.into_iter().flatten().collect()
 }
 
-/// The [failure mode](modes) each of `nodes` tells, if it is a failure (AVOID, FAIL), and the
-/// [practice](practices) it tells, if any: each text's words are read once for both.
-fn told_by(nodes: &[&Node]) -> (Vec<Option<&'static str>>, Vec<Option<&'static str>>) {
-    nodes
-        .iter()
-        .map(|((kind, _), evidence)| {
-            let Some(first) = evidence.first() else {
-                return (None, None);
-            };
-            let words = modes::Words::of(&first.text);
-            let mode = match kind {
-                Kind::Avoid => modes::told_in(&words).map(|mode| mode.phrase),
-                _ => None,
-            };
-            (mode, practices::told_in(&words).map(|p| p.phrase))
-        })
-        .unzip()
+/// What each node of a grouping tells, by number, by its phrase.
+struct Told {
+    /// The [failure mode](modes) a failure (AVOID, FAIL) tells.
+    failure: Vec<Option<&'static str>>,
+    /// The failure mode a lesson (TRICK, LESSON) tells ([`modes::told_by_lesson`]).
+    lesson: Vec<Option<&'static str>>,
+    /// The [practice](practices) it tells.
+    practice: Vec<Option<&'static str>>,
+}
+
+/// What each of `nodes` tells: each text's words are read once for all.
+fn told_by(nodes: &[&Node]) -> Told {
+    let mut told = Told {
+        failure: Vec::with_capacity(nodes.len()),
+        lesson: Vec::with_capacity(nodes.len()),
+        practice: Vec::with_capacity(nodes.len()),
+    };
+    for ((kind, _), evidence) in nodes {
+        let words = evidence.first().map(|first| modes::Words::of(&first.text));
+        let mode = |of: fn(&modes::Words<'_>) -> Option<&'static modes::Mode>| {
+            words.as_ref().and_then(of).map(|mode| mode.phrase)
+        };
+        let (failure, lesson) = match kind {
+            Kind::Avoid => (mode(modes::told_in), None),
+            Kind::Lesson => (None, mode(modes::told_by_lesson)),
+            Kind::Decision => (None, None),
+        };
+        told.failure.push(failure);
+        told.lesson.push(lesson);
+        let practice = words.as_ref().and_then(practices::told_in);
+        told.practice.push(practice.map(|p| p.phrase));
+    }
+    told
 }
 
 /// Joins the nodes (`members`, by number) whose failures tell one mode (`mode_of`).
@@ -341,36 +375,37 @@ fn join_by_mode(sets: &mut join::DisjointSets, members: &[usize], mode_of: &[Opt
 /// The share of the similarity threshold at which two entries that tell one
 /// [practice](practices) say the same thing.
 const PRACTICE_SHARE: f64 = 0.5;
-/// How many nodes of each practice a node telling it is compared with (the first): a log of
-/// thousands of tellings costs no more than its nodes.
-const COMPARED_PER_PRACTICE: usize = 64;
+/// The share of the similarity threshold at which a lesson that tells a failure mode says the
+/// same as another telling of the mode.
+const LESSON_OF_MODE_SHARE: f64 = 0.5;
+/// How many nodes of each key (a practice, a failure mode) a node of the key is compared with
+/// (the first): a log of thousands of tellings costs no more than its nodes.
+const COMPARED_PER_KEY: usize = 64;
 
-/// Joins the nodes (`members`, `named`, by number) that tell one practice (`practice_of`), name a
-/// tool in common ([`practices::tools`]) and are alike at `least` (`ids`: their weighted
-/// words), each compared with the practice's first [`COMPARED_PER_PRACTICE`] nodes. A node
-/// only ever joins others: an item that graduated is never parted by a later entry of its
-/// practice.
-fn join_by_practice(
+/// Joins the nodes (`members`, by number) of one key (`key_of`: the practice or the failure
+/// mode each tells) that are alike at `least` (`ids`: their weighted words) where `joinable`
+/// allows the pair (by number), each compared with its key's first [`COMPARED_PER_KEY`] nodes.
+/// A node only ever joins others: an item that graduated is never parted by a later entry of
+/// its key.
+fn join_alike_by_key(
     sets: &mut join::DisjointSets,
-    (members, named, practice_of): (&[usize], &[&Node], &[Option<&'static str>]),
-    ids: &[Vec<u32>],
-    least: f64,
+    (members, key_of): (&[usize], &[Option<&'static str>]),
+    (ids, least): (&[Vec<u32>], f64),
+    joinable: impl Fn(usize, usize) -> bool,
 ) {
-    let mut compared: HashMap<&str, Vec<(usize, BTreeSet<String>)>> = HashMap::new();
-    for (number, ((_, words), _)) in named.iter().enumerate() {
-        let Some(practice) = practice_of[number] else {
+    let mut compared: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (number, key) in key_of.iter().enumerate() {
+        let Some(key) = key else {
             continue;
         };
-        let named_here = practices::tools(words);
-        let earlier = compared.entry(practice).or_default();
-        for (other, named_there) in earlier.iter() {
-            let common = !named_here.is_disjoint(named_there);
-            if common && similarity(&ids[*other], &ids[number]) >= least {
-                sets.join(members[*other], members[number]);
+        let earlier = compared.entry(key).or_default();
+        for &other in earlier.iter() {
+            if joinable(other, number) && similarity(&ids[other], &ids[number]) >= least {
+                sets.join(members[other], members[number]);
             }
         }
-        if earlier.len() < COMPARED_PER_PRACTICE {
-            earlier.push((number, named_here));
+        if earlier.len() < COMPARED_PER_KEY {
+            earlier.push(number);
         }
     }
 }
@@ -977,6 +1012,36 @@ mod tests {
         let mut sizes: Vec<usize> = items.iter().map(|item| item.evidence.len()).collect();
         sizes.sort_unstable();
         assert_eq!(sizes, [1, 2], "{items:#?}");
+    }
+
+    #[test]
+    fn a_lesson_that_tells_a_failure_mode_goes_with_its_failures_in_other_words() {
+        let lines = lines(
+            "[2026-11-16T12:30:00Z] worker F-4 FAIL: an @Grab in a src/ class made the spec fetch from Maven Central; no network in the sandbox, the spec failed with \"Error grabbing Grapes\"\n\
+             [2026-11-17T11:00:00Z] worker F-7 LESSON: the test Jenkins image could not fetch its plugins with jenkins-plugin-cli inside the sandbox (no network); the image is built outside\n\
+             [2026-11-17T12:00:00Z] worker F-8 LESSON: the spec of the notify step needs the Slack plugin's class on the test classpath\n\
+             [2026-11-18T10:00:00Z] worker F-9 FAIL: npx nx serve ledger-web ran in the foreground before the Cypress run and never returned; the iteration hung\n\
+             [2026-11-18T10:00:00Z] worker F-9 TRICK: npx nx e2e ledger-web-e2e starts the dev server itself, waits for it and stops it after the run\n",
+        );
+        let lines: Vec<&Line> = lines.iter().collect();
+        // The curator's default threshold.
+        let items = group(&lines, 0.3, 0.4, &Context::default(), &|| false).unwrap();
+        let mut texts: Vec<Vec<&str>> = items
+            .iter()
+            .map(|item| item.evidence.iter().map(|e| &e.text[..12]).collect())
+            .collect();
+        texts.sort();
+        // A lesson in the mode's words that says nothing went wrong is its tool's.
+        assert_eq!(
+            texts,
+            [
+                vec!["an @Grab in ", "the test Jen"],
+                vec!["npx nx e2e l"],
+                vec!["npx nx serve"],
+                vec!["the spec of "],
+            ],
+            "{items:#?}"
+        );
     }
 
     #[test]

@@ -83,6 +83,24 @@ pub(super) fn told_in(words: &Words<'_>) -> Option<&'static Mode> {
     MODES.iter().find(|mode| (mode.tells)(words))
 }
 
+/// The failure mode a lesson's `words` tell, if any: only a lesson that says what went wrong
+/// ("the sandbox has no network", "a foreground anvil holds the iteration forever") tells one;
+/// a lesson telling what works in the mode's words ("nx e2e starts the dev server itself, waits
+/// for it and stops it") is about its tool.
+pub(super) fn told_by_lesson(words: &Words<'_>) -> Option<&'static Mode> {
+    if words.has(WENT_WRONG) {
+        told_in(words)
+    } else {
+        None
+    }
+}
+
+/// What says that something went wrong ("no network", "never returned", "hung again").
+const WENT_WRONG: &[&str] = &[
+    "again", "cannot", "couldn", "fail", "failed", "fails", "forever", "never", "no", "not",
+    "nothing", "without",
+];
+
 /// The mode whose lesson `text` is, if it is one (a line graduated in a mode's words).
 pub fn lesson_of(text: &str) -> Option<&'static Mode> {
     let text = text.trim();
