@@ -46,7 +46,11 @@ pub const MODES: &[Mode] = &[
                  iteration until its timeout: run a watcher's one-shot form, and start a server \
                  in the background, keep its pid and stop it when done",
         tells: |w| {
-            w.held() && (w.has(SERVING) || w.has_phrase(SERVING_PHRASES) || w.not_backgrounded())
+            w.held()
+                && (w.has(SERVING)
+                    || w.has_phrase(SERVING_PHRASES)
+                    || w.not_backgrounded()
+                    || w.followed(&["never"], ENDED, 1))
         },
     },
     Mode {
@@ -153,6 +157,8 @@ const ASKED: &[&str] = &[
     "stdin",
     "typed",
 ];
+/// What a command that runs until it is stopped never does on its own ("never exits").
+const ENDED: &[&str] = &["ended", "ends", "exited", "exits", "returned", "returns"];
 /// What serves or watches until stopped.
 const SERVING: &[&str] = &[
     "attached",
@@ -357,9 +363,14 @@ impl<'t> Words<'t> {
         })
     }
 
-    /// Whether it says a command was run without the shell's `&`: in the foreground.
+    /// Whether it says a command was run without the shell's `&` or a container tool's `-d`
+    /// (detach): in the foreground.
     fn not_backgrounded(&self) -> bool {
         self.text.contains("without &")
+            || self.text.match_indices("without -d").any(|(at, said)| {
+                let next = self.text[at + said.len()..].chars().next();
+                !next.is_some_and(|c| c.is_alphanumeric() || c == '-')
+            })
     }
 
     /// Whether a command or the iteration was held: it waited, or never returned.
@@ -456,6 +467,9 @@ mod tests {
             "running the dev server in the same shell to look at the page; it holds the iteration",
             "hugo server held the iteration once more",
             "java -jar app.jar without & holds the shell until the timeout",
+            "docker compose up without -d held the shell and the iteration timed out",
+            "pio device monitor never exits on its own; the iteration sat there until the timeout",
+            "plain love . from the shell: it never returns while the window is open",
         ] {
             assert_eq!(phrase(text), Some("<server in the foreground>"), "{text}");
         }
@@ -463,6 +477,7 @@ mod tests {
         for (text, mode) in [
             ("the server answers 502 when the upstream is down", None),
             ("the dev server reloads the page on every save", None),
+            ("tar without -df held the shell until the timeout", None),
             (
                 "the dev server asked \"Use another port? (Y/n)\" and waited",
                 Some("<held at a question>"),
