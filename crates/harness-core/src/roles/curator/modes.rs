@@ -32,7 +32,7 @@ pub const MODES: &[Mode] = &[
         lesson: "a command that waits for a person (a question, a password, an editor, a \
                  full-screen menu) waits until the iteration's timeout: use its \
                  non-interactive flags or give the answer in advance",
-        tells: |w| w.held() && (w.asked() || w.quoted_question()),
+        tells: |w| w.held() && (w.asked() || w.quoted_prompt()),
     },
     Mode {
         phrase: "<no network>",
@@ -49,6 +49,7 @@ pub const MODES: &[Mode] = &[
             w.held()
                 && (w.has(SERVING)
                     || w.has_phrase(SERVING_PHRASES)
+                    || w.has_phrase(KEPT_THE_SHELL)
                     || w.not_backgrounded()
                     || w.followed(&["never"], ENDED, 1))
         },
@@ -173,6 +174,19 @@ const SERVING: &[&str] = &[
 ];
 /// What a watcher does ("rebuilds on every change").
 const SERVING_PHRASES: &[&[&str]] = &[&["every", "change"], &["every", "save"]];
+/// A command that kept the shell or the iteration: it ran on, in the foreground.
+const KEPT_THE_SHELL: &[&[&str]] = &[
+    &["held", "the", "shell"],
+    &["holds", "the", "shell"],
+    &["keeps", "the", "shell"],
+    &["kept", "the", "shell"],
+    &["held", "the", "terminal"],
+    &["holds", "the", "terminal"],
+    &["keeps", "the", "terminal"],
+    &["kept", "the", "terminal"],
+    &["keeps", "the", "iteration"],
+    &["kept", "the", "iteration"],
+];
 /// Told of a failure, the network: what the command needed and the sandbox, CI or the machine
 /// did not give ("failed offline", "there is no network in the sandbox"), or a public service
 /// refused.
@@ -378,6 +392,7 @@ impl<'t> Words<'t> {
         let mut pairs = self.words().zip(self.words().skip(1));
         self.has(HELD)
             || self.has_phrase(HELD_PHRASES)
+            || self.has_phrase(KEPT_THE_SHELL)
             || pairs.any(|(first, second)| first == "never" && NEVER.contains(&second))
     }
 
@@ -391,10 +406,14 @@ impl<'t> Words<'t> {
         })
     }
 
-    /// A question quoted as the tool printed it (`"Overwrite? [y/N]"`).
-    fn quoted_question(&self) -> bool {
-        ["?\"", "?'", "\"?", "? [", "? ("]
+    /// A question quoted as the tool printed it (`"Overwrite? [y/N]"`), or whatever quoted
+    /// text a command stopped at (`stopped at "Select type of build to generate"`): its prompt.
+    fn quoted_prompt(&self) -> bool {
+        const QUESTION: &[&str] = &["?\"", "?'", "\"?", "? [", "? ("];
+        const STOPPED_AT: &[&str] = &["stopped at \"", "sat at \"", "waited at \"", "stuck at \""];
+        QUESTION
             .iter()
+            .chain(STOPPED_AT)
             .any(|mark| self.text.contains(mark))
     }
 
@@ -422,6 +441,7 @@ mod tests {
             "sbt stopped at \"Project loading failed: (r)etry, (q)uit?\" and waited",
             "ansible-vault encrypt asked for the vault password and the iteration hung",
             "gh secret set sat at \"? Paste your secret\" and the iteration hung",
+            "gradle init stopped at \"Select type of build to generate\" and sat there",
         ] {
             assert_eq!(phrase(text), Some("<held at a question>"), "{text}");
         }
@@ -469,6 +489,7 @@ mod tests {
             "java -jar app.jar without & holds the shell until the timeout",
             "docker compose up without -d held the shell and the iteration timed out",
             "pio device monitor never exits on its own; the iteration sat there until the timeout",
+            "npx wrangler dev held the terminal and the curl after it never ran",
             "plain love . from the shell: it never returns while the window is open",
         ] {
             assert_eq!(phrase(text), Some("<server in the foreground>"), "{text}");
@@ -477,7 +498,7 @@ mod tests {
         for (text, mode) in [
             ("the server answers 502 when the upstream is down", None),
             ("the dev server reloads the page on every save", None),
-            ("tar without -df held the shell until the timeout", None),
+            ("tar without -df waited until the timeout", None),
             (
                 "the dev server asked \"Use another port? (Y/n)\" and waited",
                 Some("<held at a question>"),
