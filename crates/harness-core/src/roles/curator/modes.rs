@@ -38,7 +38,9 @@ pub const MODES: &[Mode] = &[
         phrase: "<no network>",
         lesson: "builds and tests must not need the network, which the sandbox or CI may not \
                  have and public services rate-limit: vendor, cache or stub what they fetch",
-        tells: |w| w.has(NETWORK) || w.has_phrase(NETWORK_PHRASES),
+        tells: |w| {
+            w.has(NETWORK) || w.has_phrase(NETWORK_PHRASES) || (w.has(SANDBOX) && w.has(FETCHED))
+        },
     },
     Mode {
         phrase: "<server in the foreground>",
@@ -205,6 +207,23 @@ const NETWORK_PHRASES: &[&[&str]] = &[
     &["no", "route"],
     &["too", "many", "requests"],
     &["rate", "limited"],
+];
+/// Where an iteration runs, cut off; and what fetches from elsewhere ("nothing can be fetched
+/// in this sandbox"): together, the network a command needed and did not have.
+const SANDBOX: &[&str] = &["sandbox"];
+const FETCHED: &[&str] = &[
+    "clone",
+    "cloned",
+    "download",
+    "downloaded",
+    "downloads",
+    "fetch",
+    "fetched",
+    "fetches",
+    "pull",
+    "pulled",
+    "resolve",
+    "resolved",
 ];
 /// The real clock, read where a test needed a time of its own.
 const CLOCK: &[&str] = &["clock", "midnight", "today"];
@@ -519,13 +538,17 @@ mod tests {
             "qlot install could not reach dist.quicklisp.org from the sandbox and failed",
             "ocicl install pulls from ghcr.io, which the sandbox cannot reach; it failed",
             "tlmgr install siunitx failed in the sandbox, no route to the CTAN mirror",
+            "pack_install failed: the sandbox cannot fetch packs from the pack server",
         ] {
             assert_eq!(phrase(text), Some("<no network>"), "{text}");
         }
-        assert_eq!(
-            phrase("the download of the sample image failed with a 404"),
-            None
-        );
+        // A download that failed otherwise; a sandbox that is no network's.
+        for text in [
+            "the download of the sample image failed with a 404",
+            "async tests each own a sandboxed connection, or the sandbox raises an ownership error",
+        ] {
+            assert_eq!(phrase(text), None, "{text}");
+        }
     }
 
     #[test]
