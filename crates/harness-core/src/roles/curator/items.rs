@@ -539,18 +539,23 @@ fn sharing_a_name(nodes: &[&Node], context: &Context) -> BTreeMap<(usize, usize)
     pairs
 }
 
-/// The parts of a value that name it too: a host's port ("127.0.0.1:3307" and "-P 3307"); a path
-/// set to a variable (`VCPKG_DEFAULT_BINARY_CACHE=/srv/cache/tiles`), and the directories of
-/// three components or more it is in (`tests/testthat/_snaps/plot/bars.svg` is in
-/// `tests/testthat/_snaps`): the rarity of a part is what makes two entries its only holders.
+/// The parts of a value that name it too: a host's port ("127.0.0.1:3307" and "-P 3307") and a
+/// host of the network ("192.168.1.40:1883" and "-h 192.168.1.40"); a path set to a variable
+/// (`VCPKG_DEFAULT_BINARY_CACHE=/srv/cache/tiles`), and the directories of three components or
+/// more it is in (`tests/testthat/_snaps/plot/bars.svg` is in `tests/testthat/_snaps`): the
+/// rarity of a part is what makes two entries its only holders.
 fn value_parts(kind: Specific, token: &str) -> Vec<String> {
     let mut parts = vec![token.to_string()];
     match kind {
         Specific::HostPort => {
-            let (_, rest) = token.rsplit_once(':').unwrap_or(("", token));
+            let (host, rest) = token.rsplit_once(':').unwrap_or(("", token));
             let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
             if port.len() >= 3 {
                 parts.push(port);
+            }
+            // A host of the network, not the machine's own: the address of one service.
+            if host.contains('.') && !["127.0.0.1", "0.0.0.0"].contains(&host) {
+                parts.push(host.to_string());
             }
         }
         Specific::Path => {
@@ -981,6 +986,14 @@ mod tests {
         };
         assert_eq!(snapshots("tests/testthat/_snaps"), 1);
         assert_eq!(snapshots("tests/testthat/_data"), 2);
+        let host = |host: &str| {
+            count(
+                "the test broker is mosquitto on 192.168.1.40:1883 with user sensor",
+                &format!("mosquitto_sub -h {host} -t 'probe/#' -v shows the readings as they come"),
+            )
+        };
+        assert_eq!(host("192.168.1.40"), 1);
+        assert_eq!(host("192.168.1.41"), 2);
     }
 
     #[test]
