@@ -1029,21 +1029,13 @@ mod tests {
 
     #[test]
     fn a_lesson_that_tells_a_failure_mode_goes_with_its_failures_in_other_words() {
-        let lines = lines(
+        let texts = openings_at_default(
             "[2026-11-16T12:30:00Z] worker F-4 FAIL: an @Grab in a src/ class made the spec fetch from Maven Central; no network in the sandbox, the spec failed with \"Error grabbing Grapes\"\n\
              [2026-11-17T11:00:00Z] worker F-7 LESSON: the test Jenkins image could not fetch its plugins with jenkins-plugin-cli inside the sandbox (no network); the image is built outside\n\
              [2026-11-17T12:00:00Z] worker F-8 LESSON: the spec of the notify step needs the Slack plugin's class on the test classpath\n\
              [2026-11-18T10:00:00Z] worker F-9 FAIL: npx nx serve ledger-web ran in the foreground before the Cypress run and never returned; the iteration hung\n\
              [2026-11-18T10:00:00Z] worker F-9 TRICK: npx nx e2e ledger-web-e2e starts the dev server itself, waits for it and stops it after the run\n",
         );
-        let lines: Vec<&Line> = lines.iter().collect();
-        // The curator's default threshold.
-        let items = group(&lines, 0.3, 0.4, &Context::default(), &|| false).unwrap();
-        let mut texts: Vec<Vec<&str>> = items
-            .iter()
-            .map(|item| item.evidence.iter().map(|e| &e.text[..12]).collect())
-            .collect();
-        texts.sort();
         // A lesson in the mode's words that says nothing went wrong is its tool's.
         assert_eq!(
             texts,
@@ -1052,14 +1044,13 @@ mod tests {
                 vec!["npx nx e2e l"],
                 vec!["npx nx serve"],
                 vec!["the spec of "],
-            ],
-            "{items:#?}"
+            ]
         );
     }
 
     #[test]
     fn tellings_of_one_practice_are_one_item_at_a_lower_similarity() {
-        let lines = lines(
+        let texts = openings_at_default(
             "[2026-04-24T10:00:00Z] worker F-2 TRICK: rebar3 eunit --module=bucket_tests runs one EUnit module in two seconds\n\
              [2026-04-25T10:00:00Z] worker F-3 AVOID: a bare rebar3 ct runs every suite, the release suite too (six minutes)\n\
              [2026-04-26T10:00:00Z] worker F-5 TRICK: bun test tests/unit/cart.test.ts runs that file only\n\
@@ -1069,14 +1060,6 @@ mod tests {
              [2026-04-28T12:00:00Z] worker F-9 TRICK: the Common Test hooks print the test's name as it runs\n\
              [2026-04-28T13:00:00Z] worker F-9 LESSON: the e2e tests need the dev server running on its port\n",
         );
-        let lines: Vec<&Line> = lines.iter().collect();
-        // The curator's default threshold.
-        let items = group(&lines, 0.3, 0.4, &Context::default(), &|| false).unwrap();
-        let mut texts: Vec<Vec<&str>> = items
-            .iter()
-            .map(|item| item.evidence.iter().map(|e| &e.text[..12]).collect())
-            .collect();
-        texts.sort();
         // Another runner's telling, and what only shares the tool or the words, stay apart.
         assert_eq!(
             texts,
@@ -1088,9 +1071,27 @@ mod tests {
                 vec!["the Common T"],
                 vec!["the e2e test"],
                 vec!["the test run"],
-            ],
-            "{items:#?}"
+            ]
         );
+    }
+
+    /// The items of `text` grouped at the curator's default threshold, each as the first
+    /// twelve characters of its entries, sorted.
+    fn openings_at_default(text: &str) -> Vec<Vec<String>> {
+        let lines = lines(text);
+        let lines: Vec<&Line> = lines.iter().collect();
+        let items = group(&lines, 0.3, 0.4, &Context::default(), &|| false).unwrap();
+        let mut texts: Vec<Vec<String>> = items
+            .iter()
+            .map(|item| {
+                item.evidence
+                    .iter()
+                    .map(|e| e.text[..12].to_string())
+                    .collect()
+            })
+            .collect();
+        texts.sort();
+        texts
     }
 
     #[test]
