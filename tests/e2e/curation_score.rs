@@ -716,6 +716,7 @@ const FLOORS: &[(&str, Least, [f64; 3], usize, usize)] = &[
     ("blind22", (10, 20), [0.88, 0.61, 0.82], 27, 1),
     ("blind23", (10, 20), [0.64, 0.52, 0.82], 21, 0),
     ("blind24", (10, 20), [0.61, 0.79, 0.89], 16, 1),
+    ("blind25", (10, 20), [0.92, 0.54, 0.85], 22, 2),
 ];
 
 /// Scores the blind log `name` and checks that it holds its floor (see [`FLOORS`]).
@@ -977,6 +978,16 @@ fn curation_score_on_the_twenty_fourth_blind_log() {
     holds_its_floor("blind24");
 }
 
+/// The twenty-fifth blind log was written after the rules made with the twenty-second, by two
+/// writers in turn who did not read them (the second also read the labelled README's section on
+/// scoring, and reworded one label's text for it); it was first scored with the rules of the
+/// session's end and of its start (BENCHMARKS.md). What is asserted is that nothing gets worse
+/// than its first score.
+#[test]
+fn curation_score_on_the_twenty_fifth_blind_log() {
+    holds_its_floor("blind25");
+}
+
 /// The curator's agent making the calls a careful human makes (which items say the same, which
 /// decision replaces which, what is local, what is general and in what words), on every
 /// labelled log: what the rules cannot see is then seen, and the rules still check each call
@@ -993,7 +1004,7 @@ fn curation_score_with_the_agent_judging() {
         "main", "holdout", "fresh", "blind", "blind2", "blind3", "blind4", "blind5", "blind6",
         "blind7", "blind8", "blind9", "blind10", "blind11", "blind12", "blind13", "blind14",
         "blind15", "blind16", "blind17", "blind18", "blind19", "blind20", "blind21", "blind22",
-        "blind23", "blind24",
+        "blind23", "blind24", "blind25",
     ] {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;
@@ -1024,5 +1035,13 @@ fn curation_score_with_the_agent_judging() {
 /// signature, gdb's real-mode architecture), which the rules' evidence refuses (two features),
 /// knowledge that names QEMU's gdb port 1234, which hygiene reads as a mission's port, and a
 /// server left in the foreground, which the identity already holds: its watcher's lesson
-/// ("jest in watch mode never returns") is the same failure mode.
-const BELOW_WITH_THE_AGENT: &[(&str, [f64; 3])] = &[("blind23", [0.95, 0.70, 0.87])];
+/// ("jest in watch mode never returns") is the same failure mode. The twenty-fifth's graduate
+/// what one feature's worker and validator said (openFPGALoader's `-f`, a trigger installer); a
+/// queue consumer that never returns, whose failure mode the identity holds; a Jest run of one
+/// file, which PHPUnit's `--filter` line holds as one practice (the agent's words name no other
+/// code); and yosys's GHDL plugin, whose TRICK the rules grouped with other knowledge (these
+/// calls part nothing).
+const BELOW_WITH_THE_AGENT: &[(&str, [f64; 3])] = &[
+    ("blind23", [0.95, 0.70, 0.87]),
+    ("blind25", [0.95, 0.77, 0.90]),
+];
