@@ -100,8 +100,11 @@ const CHANGES: &[&str] = &[
     "is deleted",
     "is gone",
     "is removed",
+    "move from",
     "move to",
+    "moved from",
     "moved to",
+    "moves from",
     "moves to",
     "no longer",
     "no more",
@@ -203,6 +206,8 @@ struct Decision {
     /// gone").
     code: BTreeSet<String>,
     gone: BTreeSet<String>,
+    /// The words of a single name it says is gone, not code ("esbuild is dropped").
+    gone_names: BTreeSet<String>,
     /// What a later clause of it says goes on as it was ("…; mist still serves it through
     /// wisp"): the words of such clauses.
     kept: BTreeSet<String>,
@@ -251,6 +256,7 @@ impl Decision {
             former: former(text, context),
             code: code_tokens(text),
             gone: gone(text),
+            gone_names: gone_names(text, context),
             versions: versions(text),
             releases: releases(text),
             kept: kept(text, context),
@@ -444,9 +450,11 @@ fn replaces(older: &Decision, newer: &Decision, score: f64, alike: bool) -> Opti
             || newer.negated.iter().any(|w| affirms(older, w))
     };
     // A file, a path or a name of code it says is gone is named, whatever the subject ("we run
-    // on PostgreSQL now; var/cobbler.db is gone"); words called gone ("the one-second
-    // interval") may name another thing of their kind.
-    let gone = || !newer.gone.is_disjoint(&older.code);
+    // on PostgreSQL now; var/cobbler.db is gone"), and so is a single name the older says
+    // ("esbuild is dropped"); words called gone ("the one-second interval") may name another
+    // thing of their kind.
+    let gone =
+        || !newer.gone.is_disjoint(&older.code) || !newer.gone_names.is_disjoint(&older.topical);
     (newer.changes && ((older.named_by(newer) && (related() || turned())) || gone()))
         .then_some(1.0 + score)
 }
@@ -974,13 +982,32 @@ fn code_tokens(text: &str) -> BTreeSet<String> {
 /// What a decision says is gone (see [`Decision::gone`]): the [code tokens](code_tokens) of a
 /// clause that ends "is gone", "are removed"… ("var/cobbler.db is gone").
 fn gone(text: &str) -> BTreeSet<String> {
+    said_gone(text)
+        .iter()
+        .flat_map(|gone| code_tokens(gone))
+        .collect()
+}
+
+/// The words of a single name a decision says is gone ("esbuild is dropped", "Hunchentoot is
+/// removed"), read in `context` (see [`Decision::gone_names`]).
+fn gone_names(text: &str, context: &Context) -> BTreeSet<String> {
+    said_gone(text)
+        .iter()
+        .map(|gone| gone.trim())
+        .filter(|gone| gone.split_whitespace().count() == 1)
+        .flat_map(|name| super::similarity::read_words(name, context).words)
+        .collect()
+}
+
+/// What the clauses of `text` that end "is gone", "are removed"… say is gone, lowercase.
+fn said_gone(text: &str) -> Vec<String> {
     text.to_lowercase()
         .split(PHRASE_ENDS)
         .filter_map(|clause| {
             GONE.iter()
                 .find_map(|ending| clause.trim_end().strip_suffix(ending))
+                .map(str::to_string)
         })
-        .flat_map(code_tokens)
         .collect()
 }
 
@@ -1673,6 +1700,36 @@ mod tests {
             "beacons now advertise every 2.5 s; the one-second interval is gone",
         ));
         assert_eq!(successor_of(&items, "the device name"), None);
+    }
+
+    #[test]
+    fn a_change_replaces_what_it_says_is_gone_by_its_name() {
+        let log = |newer: &str| {
+            format!(
+                "[2026-04-24T10:00:00Z] worker F-001 DECISION: TypeScript is bundled with esbuild into dist/Code.js and clasp pushes dist/ only\n\
+                 [2026-04-24T11:00:00Z] worker F-002 DECISION: the script runs on the V8 runtime, time zone Europe/Berlin\n\
+                 [2026-04-25T10:00:00Z] worker F-004 DECISION: {newer}\n"
+            )
+        };
+        // Another subject (the build), and a name the older says, said gone.
+        let items = grouped(&log(
+            "the build is now plain tsc (module none) and clasp pushes build/; esbuild is dropped",
+        ));
+        assert!(
+            successor_of(&items, "TypeScript is bundled").is_some(),
+            "{:?}",
+            successors(&items)
+        );
+        assert_eq!(successor_of(&items, "the script runs"), None);
+        // A move from one thing to another is a change announced.
+        let items = grouped(&log(
+            "the runtime moves from V8 to Rhino for the old triggers; Europe/Berlin stays",
+        ));
+        assert!(
+            successor_of(&items, "the script runs").is_some(),
+            "{:?}",
+            successors(&items)
+        );
     }
 
     #[test]
