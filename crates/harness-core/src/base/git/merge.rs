@@ -96,13 +96,16 @@ pub fn clear_finished_merge(main: &Path) -> anyhow::Result<()> {
 }
 
 /// A merge stopped half-way in the main tree (MERGE_HEAD there): aborted if it is the merge of
-/// `tip` (an earlier try killed), else the reason to refuse (someone else's merge).
+/// `tip` or of an earlier commit of its work (an earlier try killed, the branch moved on since),
+/// else the reason to refuse (someone else's merge).
 fn settle_merge_in_progress(main: &Path, tip: &str) -> anyhow::Result<Option<Merge>> {
     let merge_head = git_dir(main)?.join("MERGE_HEAD");
     let Ok(text) = std::fs::read_to_string(&merge_head) else {
         return Ok(None);
     };
-    if text.trim() != tip {
+    let head = text.trim();
+    let ours = head == tip || (!head.contains(char::is_whitespace) && is_ancestor(main, head, tip));
+    if !ours {
         return Ok(Some(Merge::Refused(format!(
             "another merge is in progress in {} (MERGE_HEAD): finish it or `git merge --abort` it",
             main.display()
@@ -449,6 +452,27 @@ mod tests {
         );
         assert!(!main.join(".git/MERGE_HEAD").exists());
         assert!(!main.join(".git/MERGE_MSG").exists());
+        assert_eq!(run(&main, &["status", "--porcelain"]).unwrap(), "");
+    }
+
+    /// A merge killed half-way, then the branch moved on: its MERGE_HEAD names a commit that is
+    /// no longer the tip, and it was taken for someone else's merge, refused at every try.
+    #[test]
+    fn a_killed_merge_of_an_earlier_commit_of_the_branch_is_aborted() {
+        let (_dir, main, first) = repository();
+        git_ok(&main, &["checkout", "-q", "b"]);
+        std::fs::write(main.join("b.txt"), "b, later\n").unwrap();
+        git_ok(&main, &["commit", "-q", "-am", "three"]);
+        git_ok(&main, &["checkout", "-q", "main"]);
+        let tip = commit_of(&main, "b").unwrap();
+        // What the kill left: the merge of the branch's first tip, half-way.
+        git_ok(&main, &["merge", "--no-ff", "--no-commit", &first]);
+        assert_eq!(
+            merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap(),
+            Merge::Merged
+        );
+        assert!(is_ancestor(&main, &tip, "main"));
+        assert!(!main.join(".git/MERGE_HEAD").exists());
         assert_eq!(run(&main, &["status", "--porcelain"]).unwrap(), "");
     }
 
