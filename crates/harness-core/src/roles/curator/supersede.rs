@@ -31,23 +31,24 @@
 //!   states ("parcels get bigint primary keys", "every table's primary key is a UUIDv7"), in prose:
 //!   a word inside code (`{:shift_changed, shift_id}`) names what the code carries; and one that
 //!   states no subject is alike in words only if it is outside its code too;
-//! - the newer says that it changes something ("now", "instead", "no more", "moved to", "replaces",
-//!   "is removed"…) and names what is rare in the older (a word of at most [`RARE`] items, such as
-//!   the tool it replaces), or is like it (a weighted similarity of [`MARKED_SIMILARITY`] or more),
-//!   or gives a name of it another number (the same thing at another version: "the deployment
-//!   target is iOS 16.0", "the app now needs iOS 17"; a release of three parts needs no name: "the
-//!   schemas are those of 1.27.0", "the oldest cluster is now 1.29: kind runs v1.29.4"), or turns
-//!   it around (it uses what the older excluded, "no autocast" then "runs under torch.autocast", or
-//!   excludes what the older did, "throwing an Error" then "nothing throws any more"): "time
-//!   handling moves to jiff: chrono cannot…" replaces "timestamps are parsed with chrono", or names
-//!   what the older says and calls it old ("the old header is no longer read"); or, whatever the
-//!   subject, it says that a file, a path or a name of code the older names is gone ("we run on
-//!   PostgreSQL now; var/cobbler.db is gone": words called gone may name another thing of their
-//!   kind). When it says what it replaces ("no more SMTP", "instead of stored keys"), it replaces
-//!   only a decision that names it. A change said after "so" or "because" in the same clause is
-//!   what comes of the decision, not one it announces. It replaces a decision that states its
-//!   subject only if it names that subject (a word of it, or one that begins or is begun by one:
-//!   "time" for "timestamps") or another version of it.
+//! - the newer says that it changes something ("now", "instead", "no more", "moved to", "moves
+//!   from", "replaces", "is removed"…) and names what is rare in the older (a word of at most
+//!   [`RARE`] items, such as the tool it replaces), or is like it (a weighted similarity of
+//!   [`MARKED_SIMILARITY`] or more), or gives a name of it another number (the same thing at
+//!   another version: "the deployment target is iOS 16.0", "the app now needs iOS 17"; a release of
+//!   three parts needs no name: "the schemas are those of 1.27.0", "the oldest cluster is now 1.29:
+//!   kind runs v1.29.4"), or turns it around (it uses what the older excluded, "no autocast" then
+//!   "runs under torch.autocast", or excludes what the older did, "throwing an Error" then "nothing
+//!   throws any more"): "time handling moves to jiff: chrono cannot…" replaces "timestamps are
+//!   parsed with chrono", or names what the older says and calls it old ("the old header is no
+//!   longer read"); or, whatever the subject, it says that a file, a path or a name of code the
+//!   older names is gone ("we run on PostgreSQL now; var/cobbler.db is gone"), or a single name the
+//!   older says ("esbuild is dropped": words called gone may name another thing of their kind).
+//!   When it says what it replaces ("no more SMTP", "instead of stored keys"), it replaces only a
+//!   decision that names it. A change said after "so" or "because" in the same clause is what comes
+//!   of the decision, not one it announces. It replaces a decision that states its subject only if
+//!   it names that subject (a word of it, or one that begins or is begun by one: "time" for
+//!   "timestamps") or another version of it.
 //!
 //! Two decisions that open with different names of code ("the /cmd_vel subscription uses … depth
 //! 10", "the /scan subscription uses … depth 5") are on two subjects, however alike their words or
@@ -231,6 +232,7 @@ impl Decision {
         let decided = spaced(&decided(text));
         let first = spaced(first_clause(text));
         let changes = has_in(&decided, CHANGES);
+        let said_gone = said_gone(text);
         let (about, head) = subject(text, context);
         let prose = prose(text, context);
         Self {
@@ -255,8 +257,8 @@ impl Decision {
             named: named(text, context),
             former: former(text, context),
             code: code_tokens(text),
-            gone: gone(text),
-            gone_names: gone_names(text, context),
+            gone: gone(&said_gone),
+            gone_names: gone_names(&said_gone, context),
             versions: versions(text),
             releases: releases(text),
             kept: kept(text, context),
@@ -979,19 +981,21 @@ fn code_tokens(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// What a decision says is gone (see [`Decision::gone`]): the [code tokens](code_tokens) of a
-/// clause that ends "is gone", "are removed"… ("var/cobbler.db is gone").
-fn gone(text: &str) -> BTreeSet<String> {
-    said_gone(text)
+/// What a decision says is gone (see [`Decision::gone`]): the [code tokens](code_tokens) of
+/// what its clauses that end "is gone", "are removed"… say is gone (`said_gone`: see
+/// [`said_gone`]; "var/cobbler.db is gone").
+fn gone(said_gone: &[String]) -> BTreeSet<String> {
+    said_gone
         .iter()
         .flat_map(|gone| code_tokens(gone))
         .collect()
 }
 
-/// The words of a single name a decision says is gone ("esbuild is dropped", "Hunchentoot is
-/// removed"), read in `context` (see [`Decision::gone_names`]).
-fn gone_names(text: &str, context: &Context) -> BTreeSet<String> {
-    said_gone(text)
+/// The words of a single name a decision says is gone (`said_gone`: see [`said_gone`];
+/// "esbuild is dropped", "Hunchentoot is removed"), read in `context` (see
+/// [`Decision::gone_names`]).
+fn gone_names(said_gone: &[String], context: &Context) -> BTreeSet<String> {
+    said_gone
         .iter()
         .map(|gone| gone.trim())
         .filter(|gone| gone.split_whitespace().count() == 1)
