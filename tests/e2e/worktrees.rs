@@ -16,12 +16,16 @@ use harness_tests::{code, text, Project};
 
 /// The worker writes `<FEATURE>.txt` (left uncommitted: the harness commits it when the feature
 /// is accepted) or, finding it there already, says so in `found-work`, and delivers the promise;
-/// the validator passes. Every call is logged in `agent-calls` beside the project.
+/// the validator passes. Every call is logged in `agent-calls` beside the project. A feature with
+/// a `slow-<FEATURE>` file beside the project waits for the kill ([`marker`]) instead, 10 s at most.
 fn agent(project: &Project) -> String {
     let script = format!(
         r#"#!/bin/sh
 cat >/dev/null
 echo "$HARNESS_ROLE $HARNESS_FEATURE_ID" >> {calls:?}
+if [ -e {root:?}/slow-$HARNESS_FEATURE_ID ]; then
+  for _ in $(seq 100); do [ -e {killed:?} ] && exit 0; sleep 0.1; done; exit 1
+fi
 if [ "$HARNESS_ROLE" = validator ]; then echo '<verdict>PASS</verdict>'; exit 0; fi
 if [ -e "$HARNESS_FEATURE_ID.txt" ]; then echo "$HARNESS_FEATURE_ID" >> {found:?}
 else echo "work of $HARNESS_FEATURE_ID" > "$HARNESS_FEATURE_ID.txt"; fi
@@ -34,6 +38,8 @@ echo '<promise>TASK_COMPLETE</promise>'
         calls = project.root().join("agent-calls").display().to_string(),
         found = project.root().join("found-work").display().to_string(),
         kill_agent = project.root().join("kill-in-agent").display().to_string(),
+        root = project.root().display().to_string(),
+        killed = marker(project).display().to_string(),
     );
     let path = project.root().join("agent.sh");
     std::fs::write(&path, script).unwrap();
@@ -43,10 +49,12 @@ echo '<promise>TASK_COMPLETE</promise>'
 
 /// A project of one feature run by [`agent`], the validator on or off.
 fn project(validate: bool) -> Project {
-    let project = Project::new(
-        "features:\n  - id: F-001\n    title: one\n",
-        "steps:\n  - [promise: true]\n",
-    );
+    project_of("features:\n  - id: F-001\n    title: one\n", validate)
+}
+
+/// A project of `features` run by [`agent`], the validator on or off.
+fn project_of(features: &str, validate: bool) -> Project {
+    let project = Project::new(features, "steps:\n  - [promise: true]\n");
     let agent = agent(&project);
     project.write_state(
         "config.yaml",
@@ -452,6 +460,50 @@ fn a_stale_registration_holding_the_branch_is_removed() {
         std::fs::write(stale.join("commondir"), "../..\n").unwrap();
         std::fs::write(stale.join("locked"), "initializing").unwrap();
     });
+}
+
+/// Regression (the parallel crash test, seed 1795941842093525071): F-001's landing merge killed
+/// half-way, then F-002 resumed alone: F-002's merge was refused ("another merge is in
+/// progress") until F-001 ran again, for ever if it never did. The harness's own merge, which
+/// no live git is making, is aborted; F-001 lands when it runs.
+#[test]
+fn another_feature_s_merge_killed_half_way_does_not_hold_back_one_resumed_alone() {
+    let project = project_of(
+        "features:\n  - id: F-001\n    title: one\n  - id: F-002\n    title: two\n",
+        false,
+    );
+    std::fs::write(project.root().join("slow-F-002"), "").unwrap();
+    let kill = git_kill("Merge F-001", r#""$REAL_GIT" "$@" --no-commit"#);
+    let out = run_all(&project, &arm(&project, &kill));
+    assert!(marker(&project).exists(), "{}", text(&out.stderr));
+    assert!(project.workdir.join(".git/MERGE_HEAD").exists());
+    assert_ne!(project.state("F-002")["status"], "done");
+    std::fs::remove_file(project.root().join("slow-F-002")).unwrap();
+
+    let out = project.run(&["F-002"]);
+    let context = format!("stderr:\n{}", text(&out.stderr));
+    assert_eq!(code(&out), 0, "{context}");
+    assert_eq!(project.state("F-002")["status"], "done", "{context}");
+    let base = base_branch(&project);
+    assert_eq!(
+        project.git(&["show", &format!("{base}:F-002.txt")]),
+        "work of F-002\n"
+    );
+    assert!(!project.workdir.join(".git/MERGE_HEAD").exists());
+    assert_ne!(project.state("F-001")["status"], "done", "{context}");
+
+    let out = run_all(&project, &[]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(
+        project.git(&["show", &format!("{base}:F-001.txt")]),
+        "work of F-001\n"
+    );
+    let state = project.state("F-001");
+    assert_eq!(state["status"], "done", "{state}");
+    assert_eq!(
+        state["iteration_count"], 1,
+        "an iteration was burnt: {state}"
+    );
 }
 
 /// A project of [`project`] whose `all --parallel` was killed in F-001's agent, its work written

@@ -24,6 +24,22 @@ pub fn branch_of(feature: &FeatureId) -> String {
     format!("harness/{feature}")
 }
 
+/// The message of the merge that lands `feature`'s branch `branch`.
+fn landing_message(feature: &FeatureId, branch: &str) -> String {
+    format!("Merge {feature} ({branch})")
+}
+
+/// Whether `message` is the [`landing_message`] of some feature: a landing merge a kill left
+/// half-way is the harness's, whichever feature's it is.
+fn is_landing_message(message: &str) -> bool {
+    let parts = message
+        .strip_prefix("Merge ")
+        .and_then(|rest| rest.split_once(" ("));
+    parts.is_some_and(|(id, branch)| {
+        FeatureId::parse(id).is_ok_and(|id| branch.strip_suffix(')') == Some(&branch_of(&id)))
+    })
+}
+
 /// The worktree recorded in `id`'s run state and still on disk: where its work is, so a feature
 /// begun under `all --parallel` goes on there however it is resumed (`./run.sh F-001`, `all`).
 pub fn recorded(state: &StateDir, id: &FeatureId) -> anyhow::Result<Option<Worktree>> {
@@ -224,7 +240,8 @@ fn merge(
         base,
         &worktree.branch,
         tip,
-        &format!("Merge {feature} ({})", worktree.branch),
+        &landing_message(feature, &worktree.branch),
+        &is_landing_message,
     )
 }
 
@@ -347,6 +364,8 @@ pub fn carry_over(
         &carried.branch,
         &tip,
         &message,
+        // The feature's own worktree: a merge refused there is reset below.
+        &|_| false,
     )? {
         Merge::Merged => eprintln!(
             "worker: {feature} starts from the work of {from}: {} merged into its worktree",
@@ -361,4 +380,24 @@ pub fn carry_over(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_landing_merge_is_known_by_its_message_and_no_other_is() {
+        let id = FeatureId::parse("F-007").unwrap();
+        assert!(is_landing_message(&landing_message(&id, &branch_of(&id))));
+        for other in [
+            "Merge branch 'harness/F-007'",
+            "Merge F-007 (harness/F-008)",
+            "Merge F-007 (harness/F-007",
+            "Merge F 007 (harness/F 007)",
+            "Merge F-007 (harness/F-007) and more",
+        ] {
+            assert!(!is_landing_message(other), "{other}");
+        }
+    }
 }

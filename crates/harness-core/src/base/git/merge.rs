@@ -1,7 +1,8 @@
 //! Merging a branch into the branch checked out in a working tree (the main one, or a linked
 //! worktree) with `--no-ff`: all of it or nothing, and sound after a kill at any moment of an
 //! earlier try. A kill can leave lock files (removed when
-//! no live git holds them), a merge stopped with MERGE_HEAD (aborted when it is this branch's),
+//! no live git holds them), a merge stopped with MERGE_HEAD (aborted when it is this branch's,
+//! or another of the caller's that no live git is still making),
 //! or — killed after git updated the index and files but before it moved the branch — the merge's
 //! result in the index and the tree with nothing saying so, or killed while writing a file, that
 //! file gone or torn; that one is recognised (every change in the tree is one the merge makes,
@@ -26,13 +27,16 @@ pub enum Merge {
 }
 
 /// Merges `branch` (at `tip`) into `base`, which must be checked out in the working tree `main`,
-/// with a merge commit of `message`. The caller serialises git operations on that tree.
+/// with a merge commit of `message`. `kin` says whether a merge message is of the kind the
+/// caller writes: such a merge a kill left half-way is aborted, whatever branch it merges. The
+/// caller serialises git operations on that tree.
 pub fn merge_no_ff(
     main: &Path,
     base: &str,
     branch: &str,
     tip: &str,
     message: &str,
+    kin: &dyn Fn(&str) -> bool,
 ) -> anyhow::Result<Merge> {
     clear_stale_locks(main, &[base, branch])?;
     clear_finished_merge(main)?;
@@ -45,7 +49,7 @@ pub fn merge_no_ff(
             "the main working tree is on {current:?}, not on {base:?} where the mission started"
         )));
     }
-    if let Some(refused) = settle_merge_in_progress(main, tip)? {
+    if let Some(refused) = settle_merge_in_progress(main, tip, kin)? {
         return Ok(refused);
     }
     let first = try_merge(main, branch, message)?;
@@ -62,11 +66,18 @@ pub fn clear_stale_locks(main: &Path, branches: &[&str]) -> anyhow::Result<()> {
     let common = common_dir(main)?;
     let mut locks = stale::locks_in(&git_dir(main)?);
     locks.extend(branches.iter().map(|branch| ref_lock(&common, branch)));
-    // Git processes working in the linked worktrees nested in the main tree (agents) work in
-    // other trees.
-    let others = checkouts_but(&registrations(&common), &stale::canonical(main));
-    stale::remove_stale(&locks, main, &others);
+    stale::remove_stale(&locks, main, &nested_trees(main)?);
     Ok(())
+}
+
+/// The linked worktrees nested in the working tree `main`: git processes working there (agents)
+/// work in other trees than `main`.
+fn nested_trees(main: &Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let common = common_dir(main)?;
+    Ok(checkouts_but(
+        &registrations(&common),
+        &stale::canonical(main),
+    ))
 }
 
 /// Git's own last step of a merge, done for a merge killed after its commit: MERGE_HEAD names
@@ -97,15 +108,21 @@ pub fn clear_finished_merge(main: &Path) -> anyhow::Result<()> {
 
 /// A merge stopped half-way in the main tree (MERGE_HEAD there): aborted if it is the merge of
 /// `tip` or of an earlier commit of its work (an earlier try killed, the branch moved on since),
-/// else the reason to refuse (someone else's merge).
-fn settle_merge_in_progress(main: &Path, tip: &str) -> anyhow::Result<Option<Merge>> {
-    let merge_head = git_dir(main)?.join("MERGE_HEAD");
-    let Ok(text) = std::fs::read_to_string(&merge_head) else {
+/// or a merge of the caller's kind (`kin`, on its message) that no live git is making (the
+/// killed try of another branch, which may never be tried again); else the reason to refuse
+/// (someone else's merge).
+fn settle_merge_in_progress(
+    main: &Path,
+    tip: &str,
+    kin: &dyn Fn(&str) -> bool,
+) -> anyhow::Result<Option<Merge>> {
+    let dir = git_dir(main)?;
+    let Ok(text) = std::fs::read_to_string(dir.join("MERGE_HEAD")) else {
         return Ok(None);
     };
     let head = text.trim();
     let ours = head == tip || (!head.contains(char::is_whitespace) && is_ancestor(main, head, tip));
-    if !ours {
+    if !ours && !killed_of_kin(main, &dir, kin)? {
         return Ok(Some(Merge::Refused(format!(
             "another merge is in progress in {} (MERGE_HEAD): finish it or `git merge --abort` it",
             main.display()
@@ -117,6 +134,17 @@ fn settle_merge_in_progress(main: &Path, tip: &str) -> anyhow::Result<Option<Mer
         ))));
     }
     Ok(None)
+}
+
+/// Whether the merge in progress in `main` (git directory `dir`) is of the caller's kind, by
+/// the first line of its MERGE_MSG, and no live git is at work in that tree: a killed try.
+fn killed_of_kin(main: &Path, dir: &Path, kin: &dyn Fn(&str) -> bool) -> anyhow::Result<bool> {
+    let message = std::fs::read_to_string(dir.join("MERGE_MSG")).unwrap_or_default();
+    if !kin(message.lines().next().unwrap_or_default()) {
+        return Ok(false);
+    }
+    let processes = stale::Processes::scan();
+    Ok(!processes.may_work_in(main, &nested_trees(main)?, &dir.join("MERGE_HEAD")))
 }
 
 /// One `git merge --no-ff`; on a conflict the merge is aborted, never left half-done.
@@ -327,6 +355,13 @@ mod tests {
         (dir, main, tip)
     }
 
+    /// The kind of merge message these tests write: `Merge <one-letter branch>`.
+    fn kin(message: &str) -> bool {
+        message
+            .strip_prefix("Merge ")
+            .is_some_and(|branch| branch.len() == 1)
+    }
+
     /// A branch `c` from `main` that adds c.txt, `main` checked out again; its commit.
     fn branch_c(main: &Path) -> String {
         git_ok(main, &["checkout", "-q", "-b", "c"]);
@@ -341,13 +376,13 @@ mod tests {
     fn merges_once_and_then_finds_it_merged() {
         let (_dir, main, tip) = repository();
         assert_eq!(
-            merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap(),
+            merge_no_ff(&main, "main", "b", &tip, "Merge b", &kin).unwrap(),
             Merge::Merged
         );
         assert_eq!(std::fs::read_to_string(main.join("b.txt")).unwrap(), "b\n");
         let head = commit_of(&main, "HEAD").unwrap();
         assert_eq!(
-            merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap(),
+            merge_no_ff(&main, "main", "b", &tip, "Merge b", &kin).unwrap(),
             Merge::Merged
         );
         assert_eq!(
@@ -365,7 +400,7 @@ mod tests {
         std::fs::remove_file(main.join(".git/MERGE_HEAD")).unwrap();
         std::fs::write(main.join(".git/index.lock"), "").unwrap();
         assert_eq!(
-            merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap(),
+            merge_no_ff(&main, "main", "b", &tip, "Merge b", &kin).unwrap(),
             Merge::Merged
         );
         assert!(is_ancestor(&main, &tip, "main"));
@@ -386,7 +421,7 @@ mod tests {
                 None => std::fs::remove_file(main.join("a.txt")).unwrap(),
             }
             assert_eq!(
-                merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap(),
+                merge_no_ff(&main, "main", "b", &tip, "Merge b", &kin).unwrap(),
                 Merge::Merged,
                 "b.txt {torn_b:?}, a.txt {torn_a:?}"
             );
@@ -402,7 +437,7 @@ mod tests {
         for mine in ["c\n", "b\nmore\n"] {
             let (_dir, main, tip) = repository();
             std::fs::write(main.join("b.txt"), mine).unwrap();
-            let refused = merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap();
+            let refused = merge_no_ff(&main, "main", "b", &tip, "Merge b", &kin).unwrap();
             assert!(matches!(refused, Merge::Refused(_)), "{refused:?}");
             assert_eq!(std::fs::read_to_string(main.join("b.txt")).unwrap(), mine);
         }
@@ -412,7 +447,7 @@ mod tests {
     fn a_change_of_the_users_is_never_taken_for_an_interrupted_merge() {
         let (_dir, main, tip) = repository();
         std::fs::write(main.join("b.txt"), "mine\n").unwrap();
-        let refused = merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap();
+        let refused = merge_no_ff(&main, "main", "b", &tip, "Merge b", &kin).unwrap();
         assert!(
             matches!(&refused, Merge::Refused(why) if why.contains("b.txt")),
             "{refused:?}"
@@ -432,14 +467,14 @@ mod tests {
         let (_dir, main, tip) = repository();
         let c = branch_c(&main);
         assert_eq!(
-            merge_no_ff(&main, "main", "c", &c, "Merge c").unwrap(),
+            merge_no_ff(&main, "main", "c", &c, "Merge c", &kin).unwrap(),
             Merge::Merged
         );
         // What the kill left: the merge committed, its MERGE_HEAD and MERGE_MSG still there.
         std::fs::write(main.join(".git/MERGE_HEAD"), format!("{c}\n")).unwrap();
         std::fs::write(main.join(".git/MERGE_MSG"), "Merge c\n").unwrap();
         assert_eq!(
-            merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap(),
+            merge_no_ff(&main, "main", "b", &tip, "Merge b", &kin).unwrap(),
             Merge::Merged
         );
         assert!(is_ancestor(&main, &tip, "main"));
@@ -447,7 +482,7 @@ mod tests {
         // Found merged already, the stale files go too, so that the user's tree is not "merging".
         std::fs::write(main.join(".git/MERGE_HEAD"), format!("{tip}\n")).unwrap();
         assert_eq!(
-            merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap(),
+            merge_no_ff(&main, "main", "b", &tip, "Merge b", &kin).unwrap(),
             Merge::Merged
         );
         assert!(!main.join(".git/MERGE_HEAD").exists());
@@ -468,7 +503,7 @@ mod tests {
         // What the kill left: the merge of the branch's first tip, half-way.
         git_ok(&main, &["merge", "--no-ff", "--no-commit", &first]);
         assert_eq!(
-            merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap(),
+            merge_no_ff(&main, "main", "b", &tip, "Merge b", &kin).unwrap(),
             Merge::Merged
         );
         assert!(is_ancestor(&main, &tip, "main"));
@@ -481,8 +516,59 @@ mod tests {
         let (_dir, main, tip) = repository();
         branch_c(&main);
         git_ok(&main, &["merge", "--no-ff", "--no-commit", "c"]);
-        let refused = merge_no_ff(&main, "main", "b", &tip, "Merge b").unwrap();
+        let refused = merge_no_ff(&main, "main", "b", &tip, "Merge b", &kin).unwrap();
         assert!(matches!(&refused, Merge::Refused(why) if why.contains("MERGE_HEAD")));
         assert!(main.join(".git/MERGE_HEAD").exists());
+    }
+
+    /// Regression (the parallel crash test, seed 1795941842093525071): a merge of another
+    /// feature's killed half-way was taken for the user's, and every other feature's merge was
+    /// refused until that feature tried again — for ever, if it never did.
+    #[test]
+    fn a_killed_merge_of_the_callers_kind_of_another_branch_is_aborted() {
+        let (_dir, main, tip) = repository();
+        let c = branch_c(&main);
+        git_ok(
+            &main,
+            &["merge", "--no-ff", "--no-commit", "-m", "Merge c", "c"],
+        );
+        assert_eq!(
+            merge_no_ff(&main, "main", "b", &tip, "Merge b", &kin).unwrap(),
+            Merge::Merged
+        );
+        assert!(is_ancestor(&main, &tip, "main"));
+        assert!(!is_ancestor(&main, &c, "main"), "c was never merged");
+        assert!(!main.join(".git/MERGE_HEAD").exists());
+        assert_eq!(run(&main, &["status", "--porcelain"]).unwrap(), "");
+    }
+
+    /// A merge of the caller's kind that a live git may still be making is left to it.
+    #[test]
+    fn a_merge_of_the_callers_kind_with_a_git_at_work_in_the_tree_is_left_alone() {
+        let (_dir, main, tip) = repository();
+        branch_c(&main);
+        git_ok(
+            &main,
+            &["merge", "--no-ff", "--no-commit", "-m", "Merge c", "c"],
+        );
+        let mut at_work = std::process::Command::new("git")
+            .args(["cat-file", "--batch"])
+            .current_dir(&main)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let refused = merge_no_ff(&main, "main", "b", &tip, "Merge b", &kin).unwrap();
+        at_work.kill().unwrap();
+        at_work.wait().unwrap();
+        assert!(
+            matches!(&refused, Merge::Refused(why) if why.contains("MERGE_HEAD")),
+            "{refused:?}"
+        );
+        assert!(main.join(".git/MERGE_HEAD").exists());
+        assert_eq!(
+            merge_no_ff(&main, "main", "b", &tip, "Merge b", &kin).unwrap(),
+            Merge::Merged
+        );
     }
 }

@@ -64,21 +64,26 @@ impl Processes {
     /// it open, or a git process works in that tree (git keeps `index.lock` closed while hooks
     /// run). Without `/proc`, a lock younger than [`STALE_WITHOUT_PROC`] may be held.
     pub fn may_hold(&self, lock: &Path, tree: &Path, nested: &[PathBuf]) -> bool {
+        (self.seen && self.open_files.contains(&canonical(lock)))
+            || self.may_work_in(tree, nested, lock)
+    }
+
+    /// Whether a live git process may be at work in the working tree `tree` (leaving out the
+    /// working trees nested in it, `nested`). Without `/proc`, it may be while `mark`, a file
+    /// git wrote there, is younger than [`STALE_WITHOUT_PROC`].
+    pub fn may_work_in(&self, tree: &Path, nested: &[PathBuf], mark: &Path) -> bool {
         if !self.seen {
-            let age = std::fs::metadata(lock)
+            let age = std::fs::metadata(mark)
                 .and_then(|m| m.modified())
                 .ok()
                 .and_then(|modified| modified.elapsed().ok());
             return age.is_none_or(|age| age < STALE_WITHOUT_PROC);
         }
-        let lock = canonical(lock);
         let tree = canonical(tree);
         let nested: Vec<PathBuf> = nested.iter().map(|dir| canonical(dir)).collect();
-        self.open_files.contains(&lock)
-            || self
-                .git_cwds
-                .iter()
-                .any(|cwd| cwd.starts_with(&tree) && !nested.iter().any(|dir| cwd.starts_with(dir)))
+        self.git_cwds
+            .iter()
+            .any(|cwd| cwd.starts_with(&tree) && !nested.iter().any(|dir| cwd.starts_with(dir)))
     }
 }
 
