@@ -726,6 +726,9 @@ const FLOORS: &[(&str, Least, [f64; 3], usize, usize)] = &[
     ("blind23", (10, 20), [0.64, 0.52, 0.82], 21, 0),
     ("blind24", (10, 20), [0.61, 0.79, 0.89], 16, 1),
     ("blind25", (10, 20), [0.92, 0.54, 0.85], 22, 0),
+    ("blind26", (10, 20), [0.63, 0.79, 0.84], 28, 2),
+    ("blind27", (10, 20), [0.74, 0.69, 0.88], 31, 1),
+    ("blind28", (10, 20), [0.73, 0.57, 0.84], 31, 1),
 ];
 
 /// Scores the blind log `name` and checks that it holds its floor (see [`FLOORS`]).
@@ -994,6 +997,26 @@ fn curation_score_on_the_twenty_fifth_blind_log() {
     holds_its_floor("blind25");
 }
 
+/// The twenty-sixth to twenty-eighth blind logs were written after the rules made with the
+/// twenty-fifth, by writers who did not read them; they were first scored with the rules of the
+/// session's start (BENCHMARKS.md). What is asserted is that nothing gets worse than that.
+#[test]
+fn curation_score_on_the_twenty_sixth_blind_log() {
+    holds_its_floor("blind26");
+}
+
+/// See [`curation_score_on_the_twenty_sixth_blind_log`].
+#[test]
+fn curation_score_on_the_twenty_seventh_blind_log() {
+    holds_its_floor("blind27");
+}
+
+/// See [`curation_score_on_the_twenty_sixth_blind_log`].
+#[test]
+fn curation_score_on_the_twenty_eighth_blind_log() {
+    holds_its_floor("blind28");
+}
+
 /// The curator's agent making the calls a careful human makes (which items say the same, which
 /// decision replaces which, what is local, what is general and in what words), on every
 /// labelled log: what the rules cannot see is then seen, and the rules still check each call
@@ -1010,7 +1033,7 @@ fn curation_score_with_the_agent_judging() {
         "main", "holdout", "fresh", "blind", "blind2", "blind3", "blind4", "blind5", "blind6",
         "blind7", "blind8", "blind9", "blind10", "blind11", "blind12", "blind13", "blind14",
         "blind15", "blind16", "blind17", "blind18", "blind19", "blind20", "blind21", "blind22",
-        "blind23", "blind24", "blind25",
+        "blind23", "blind24", "blind25", "blind26", "blind27", "blind28",
     ] {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;
