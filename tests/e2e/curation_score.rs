@@ -727,8 +727,8 @@ const FLOORS: &[(&str, Least, [f64; 3], usize, usize)] = &[
     ("blind24", (10, 20), [0.61, 0.79, 0.89], 16, 1),
     ("blind25", (10, 20), [0.92, 0.54, 0.85], 22, 0),
     ("blind26", (10, 20), [0.63, 0.79, 0.84], 28, 2),
-    ("blind27", (10, 20), [0.74, 0.69, 0.88], 31, 1),
-    ("blind28", (10, 20), [0.73, 0.57, 0.84], 31, 1),
+    ("blind27", (10, 20), [0.78, 0.84, 0.88], 31, 1),
+    ("blind28", (10, 20), [0.70, 0.52, 0.84], 31, 1),
 ];
 
 /// Scores the blind log `name` and checks that it holds its floor (see [`FLOORS`]).
@@ -999,7 +999,9 @@ fn curation_score_on_the_twenty_fifth_blind_log() {
 
 /// The twenty-sixth to twenty-eighth blind logs were written after the rules made with the
 /// twenty-fifth, by writers who did not read them; they were first scored with the rules of the
-/// session's start (BENCHMARKS.md). What is asserted is that nothing gets worse than that.
+/// session's start (BENCHMARKS.md). Two missions named as their tool or platform were renamed
+/// then, as their writers had flagged (the labelled README says how), and scored again with the
+/// same rules. What is asserted is that nothing gets worse than that.
 #[test]
 fn curation_score_on_the_twenty_sixth_blind_log() {
     holds_its_floor("blind26");
