@@ -117,7 +117,7 @@ pub fn wordings(item: &Item) -> Vec<(&str, Option<&str>, Tag)> {
 /// project asks for it, that it is so in this project, or that it is the team's rule: a rule of
 /// the project ("the validator rejects unprefixed models", "a /// comment on every public
 /// function, as the project requires", "in this service an error is always a JSON body", "our
-/// convention"), not general knowledge.
+/// convention", "the project's rule"), not general knowledge.
 pub fn projects_rule(text: &str) -> bool {
     const CHECKS: &[&str] = &[
         "check", "checks", "demands", "expects", "flags", "greps", "insists", "looks", "reads",
@@ -165,9 +165,9 @@ pub fn projects_rule(text: &str) -> bool {
     let of_this = words
         .windows(2)
         .any(|pair| pair[0] == "this" && OWN.contains(&pair[1].as_str()));
-    // The team's rule, our convention, the house style.
+    // The team's rule, our convention, the house style, the project's rule.
     let ours = words.iter().enumerate().any(|(at, word)| {
-        matches!(word.as_str(), "team" | "house" | "our")
+        matches!(word.as_str(), "team" | "house" | "our" | "project")
             && words[at + 1..]
                 .iter()
                 .find(|next| *next != "s")
@@ -645,6 +645,12 @@ mod tests {
         ));
         assert!(!projects_rule(
             "the team reads the help before the man page"
+        ));
+        assert!(projects_rule(
+            "every changed .luau file starts with --!strict; it is the project's rule"
+        ));
+        assert!(!projects_rule(
+            "uv run keeps the project's venv in use and its rules apart"
         ));
         // Done as the rest of its kind is here: the project's convention (see `as_the_rest`).
         assert!(as_the_rest(
