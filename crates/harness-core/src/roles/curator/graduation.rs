@@ -891,13 +891,14 @@ fn own_wordings<'a>(
 /// hard way, which confirms it as a TRICK reported twice does. Knowledge first recorded as a
 /// lesson and failed later is a convention forgotten (it needs more features); a failure that
 /// names a value of one mission (a row of its data, its port, a date) happened to that
-/// mission's data, where a path or a task name it names is as often a tool's.
+/// mission's data, where a path, a task name or the project's name it names is as often a
+/// tool's ("Integration 'kilnwatch' not found": the tool's words about the project's code).
 fn learned_after_failure(item: &Item, context: &Context) -> bool {
     let Some(failed) = item.evidence.first().filter(|e| e.failed()).filter(|e| {
         !analyse(&e.text, context)
             .specifics
             .iter()
-            .any(|(kind, _)| !matches!(kind, Specific::Path | Specific::Name))
+            .any(|(kind, _)| !matches!(kind, Specific::Path | Specific::Name | Specific::Project))
     }) else {
         return false;
     };
@@ -986,16 +987,24 @@ mod tests {
 
     /// What `items` of a first mission graduate into `identities`, with the default rules.
     fn graduated_alone(items: &[Item], identities: &Identities) -> Vec<Graduation> {
+        graduated_alone_in(items, identities, &Context::default())
+    }
+
+    /// [`graduated_alone`], the mission read in `context`.
+    fn graduated_alone_in(
+        items: &[Item],
+        identities: &Identities,
+        context: &Context,
+    ) -> Vec<Graduation> {
         let refs: Vec<&Item> = items.iter().collect();
         let params = Params::default();
-        let context = Context::default();
-        let none = Recurrence::new(&Ledger::default(), params.similarity, "m-1", &context);
+        let none = Recurrence::new(&Ledger::default(), params.similarity, "m-1", context);
         let judged = Judgments::default();
         graduate(
             (&refs, &BTreeSet::new()),
             identities,
             &none,
-            (&context, &judged),
+            (context, &judged),
             &params,
             &|| false,
         )
@@ -1068,6 +1077,10 @@ mod tests {
         assert_eq!(graduated_alone(&row, &identities), []);
         let path = log("FAIL", "LESSON", " in tests/data/fixtures.py");
         assert_eq!(graduated_alone(&path, &identities).len(), 1);
+        // So is the project's name in an error (its module not found): the tool's words.
+        let named = log("FAIL", "LESSON", ": \"Integration 'kilnwatch' not found\"");
+        let context = Context::new("/work/kilnwatch", ["F-1", "F-2"]);
+        assert_eq!(graduated_alone_in(&named, &identities, &context).len(), 1);
         // A lesson failed later, then said again, is a convention forgotten once: not enough.
         let forgotten = items_of(
             "[2026-04-24T10:00:00Z] worker F-1 LESSON: DataLoader num_workers above zero in pytest hangs at teardown\n\
