@@ -150,6 +150,7 @@ scripts:
         .spawn()
         .unwrap();
     wait_for(&project.workdir.join("docs/research/F-001.md"));
+    wait_for_output(&project, "F-001", "HARNESS_PHASE=research\n");
     // SAFETY: kills the process group the test created.
     unsafe { libc::kill(-(run.id() as i32), libc::SIGKILL) };
     run.wait().unwrap();
@@ -190,6 +191,30 @@ scripts:
         );
     }
     assert_eq!(project.state("F-001")["status"], "done");
+}
+
+/// Waits until an `output.log` of `feature`'s runs holds `line`: what an agent printed reaches
+/// its run's log a moment after the agent goes on (a kill before that loses it).
+fn wait_for_output(project: &Project, feature: &str, line: &str) {
+    let runs = project.state_dir().join("runs").join(feature);
+    let printed = || {
+        std::fs::read_dir(&runs)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|run| {
+                std::fs::read_to_string(run.path().join("output.log"))
+                    .is_ok_and(|o| o.contains(line))
+            })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !printed() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{line:?} never reached output.log"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// Every event's hooks, with the payload on stdin and its fields in the environment; a hook
