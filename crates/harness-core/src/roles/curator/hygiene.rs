@@ -4,8 +4,9 @@
 //! - never a feature id, a run or mission id, or the project's name;
 //! - no path, value, address… ([`Specific`]) of one mission: one that another mission's wording
 //!   of the same knowledge names too is not of one mission (`psql -f drizzle/*.sql` in two
-//!   projects); values that the missions' wordings name differently are incidental, and
-//!   replaced by a placeholder (`port <n> is already in use`);
+//!   projects); values that the missions' wordings of a failure name differently are
+//!   incidental, and replaced by a placeholder (`port <n> is already in use`), but a lesson's
+//!   values are what it says, each project's setting (`the broker listens on localhost:29092`);
 //! - an option's value (`--account=plantsci`) only when another mission's wording names it too
 //!   (a setting of the project, like its paths and ports), but a quantity with its unit
 //!   (`--memory-limit=1G`, `--timeout=120s`): what the tool needs;
@@ -368,8 +369,9 @@ pub fn general_wording(
 
 /// `said` without what is of its mission alone, or `None` if that cannot be: no feature, run or
 /// mission id, nor the project's name; a specific token that another mission's wording names
-/// too stays; one that the missions name differently becomes a placeholder (only across
-/// missions: within one, a value its features disagree on is still the mission's).
+/// too stays; a value that the missions name differently becomes a placeholder in a failure
+/// (only across missions: within one, a value its features disagree on is still the
+/// mission's; and a lesson's values are what it says).
 fn without_one_mission(
     said: &Said,
     analysis: &Analysis,
@@ -383,7 +385,9 @@ fn without_one_mission(
             Specific::FeatureId | Specific::RunId | Specific::Project => return None,
             _ if elsewhere(all, said.mission, token) => {}
             Specific::Name if goal(token) => {}
-            Specific::Number | Specific::HostPort | Specific::Time if missions.len() >= 2 => {
+            Specific::Number | Specific::HostPort | Specific::Time
+                if missions.len() >= 2 && matches!(said.tag, Some(Tag::Fail | Tag::Avoid)) =>
+            {
                 placeholders = true
             }
             // An option's argument (`-p build/dev`) is where this project keeps it; the
@@ -929,21 +933,47 @@ mod tests {
             ),
         ];
         assert_eq!(general_wording(&own, &[], TWO, None), None);
-        // Across missions, ports the missions disagree on become placeholders.
-        let own = [said(
+        // Across missions, ports a failure's wordings disagree on become placeholders: which
+        // port was taken is incidental.
+        fn failed(said: Said) -> Said {
+            Said {
+                tag: Some(Tag::Fail),
+                ..said
+            }
+        }
+        let own = [failed(said(
             "npm run dev: port 5173 is already in use",
+            "web",
+            &web,
+            "F-001",
+        ))];
+        let others = [failed(said(
+            "dagster dev: port 3000 is already in use",
+            "data",
+            &data,
+            "F-001",
+        ))];
+        let wording = general_wording(&own, &others, Needed::Missions(2), None).unwrap();
+        assert!(wording.contains("port <n> is already in use"), "{wording}");
+        // What a lesson says of its values is each project's setting, not knowledge.
+        let own = [said(
+            "the broker listens on localhost:29092 for the clients on the host",
             "web",
             &web,
             "F-001",
         )];
         let others = [said(
-            "dagster dev: port 3000 is already in use",
+            "the broker listens on localhost:9092 for the clients on the host",
             "data",
             &data,
             "F-001",
         )];
-        let wording = general_wording(&own, &others, Needed::Missions(2), None).unwrap();
-        assert!(wording.contains("port <n> is already in use"), "{wording}");
+        assert_eq!(
+            general_wording(&own, &others, Needed::Missions(2), None),
+            None
+        );
+        let (own, others) = (own.map(failed), others.map(failed));
+        assert!(general_wording(&own, &others, Needed::Missions(2), None).is_some());
         // The project's name never graduates; an identifier only when two features name it.
         let by = |second: &'static str| {
             [
