@@ -52,6 +52,7 @@ pub const MODES: &[Mode] = &[
                 && (w.has(SERVING)
                     || w.has_phrase(SERVING_PHRASES)
                     || w.has_phrase(KEPT_THE_SHELL)
+                    || w.has_phrase(RUNS_ON)
                     || w.not_backgrounded()
                     || w.followed(&["never"], ENDED, 1))
         },
@@ -145,10 +146,12 @@ const ASKED: &[&str] = &[
     "asks",
     "confirm",
     "editor",
+    "emacs",
     "input",
     "interactive",
     "keyboard",
     "menu",
+    "nano",
     "passphrase",
     "password",
     "prompt",
@@ -159,6 +162,7 @@ const ASKED: &[&str] = &[
     "repl",
     "stdin",
     "typed",
+    "vim",
 ];
 /// What a command that runs until it is stopped never does on its own ("never exits").
 const ENDED: &[&str] = &["ended", "ends", "exited", "exits", "returned", "returns"];
@@ -189,6 +193,9 @@ const KEPT_THE_SHELL: &[&[&str]] = &[
     &["keeps", "the", "iteration"],
     &["kept", "the", "iteration"],
 ];
+/// Told of a command that held the iteration, what runs on until someone stops it ("Home
+/// Assistant runs until stopped").
+const RUNS_ON: &[&[&str]] = &[&["runs", "until"], &["running", "until"]];
 /// Told of a failure, the network: what the command needed and the sandbox, CI or the machine
 /// did not give ("failed offline", "there is no network in the sandbox"), or a public service
 /// refused.
@@ -204,6 +211,8 @@ const NETWORK_PHRASES: &[&[&str]] = &[
     &["could", "not", "resolve"],
     &["could", "not", "reach"],
     &["cannot", "reach"],
+    &["not", "be", "reached"],
+    &["cannot", "be", "reached"],
     &["no", "route"],
     &["too", "many", "requests"],
     &["rate", "limited"],
@@ -469,6 +478,7 @@ mod tests {
             "git merge opened the editor and the iteration hung",
             "make menuconfig opened its menu and sat there until the iteration was killed",
             "a bare ghci opened a REPL that waited on stdin until the timeout",
+            "git commit without -m opened vim for the message and sat there until the timeout",
         ] {
             assert_eq!(phrase(text), Some("<held at a question>"), "{text}");
         }
@@ -510,6 +520,7 @@ mod tests {
             "pio device monitor never exits on its own; the iteration sat there until the timeout",
             "npx wrangler dev held the terminal and the curl after it never ran",
             "plain love . from the shell: it never returns while the window is open",
+            "started hass -c config; Home Assistant runs until stopped and the iteration hung",
         ] {
             assert_eq!(phrase(text), Some("<server in the foreground>"), "{text}");
         }
@@ -518,6 +529,10 @@ mod tests {
             ("the server answers 502 when the upstream is down", None),
             ("the dev server reloads the page on every save", None),
             ("tar without -df waited until the timeout", None),
+            (
+                "the suite runs until the first failure and stops there",
+                None,
+            ),
             (
                 "the dev server asked \"Use another port? (Y/n)\" and waited",
                 Some("<held at a question>"),
@@ -539,6 +554,7 @@ mod tests {
             "ocicl install pulls from ghcr.io, which the sandbox cannot reach; it failed",
             "tlmgr install siunitx failed in the sandbox, no route to the CTAN mirror",
             "pack_install failed: the sandbox cannot fetch packs from the pack server",
+            "cargo install flip-link failed in the sandbox: crates.io cannot be reached from it",
         ] {
             assert_eq!(phrase(text), Some("<no network>"), "{text}");
         }
