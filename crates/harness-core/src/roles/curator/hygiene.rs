@@ -582,6 +582,14 @@ mod tests {
         }
     }
 
+    /// `said`, told as a failure.
+    fn failed(said: Said) -> Said {
+        Said {
+            tag: Some(Tag::Fail),
+            ..said
+        }
+    }
+
     const TWO: Needed = Needed::Features {
         count: 2,
         trick: true,
@@ -881,7 +889,6 @@ mod tests {
     #[test]
     fn a_general_wording_is_chosen_and_values_of_one_mission_are_not() {
         let web = Context::new("/p/shopfront", ["F-001", "F-002"]);
-        let data = Context::new("/p/tripflow", ["F-001"]);
         // Within one mission: the wording without the path is taken.
         let own = [
             said(
@@ -933,14 +940,39 @@ mod tests {
             ),
         ];
         assert_eq!(general_wording(&own, &[], TWO, None), None);
-        // Across missions, ports a failure's wordings disagree on become placeholders: which
-        // port was taken is incidental.
-        fn failed(said: Said) -> Said {
-            Said {
-                tag: Some(Tag::Fail),
-                ..said
-            }
-        }
+        // The project's name never graduates; an identifier only when two features name it.
+        let by = |second: &'static str| {
+            [
+                said(
+                    "assert_cmd::Command::cargo_bin(\"shopfront\") runs the binary",
+                    "web",
+                    &web,
+                    "F-001",
+                ),
+                said(
+                    "assert_cmd::Command::cargo_bin runs the built binary",
+                    "web",
+                    &web,
+                    second,
+                ),
+            ]
+        };
+        assert_eq!(general_wording(&by("F-001"), &[], TWO, None), None);
+        let own = by("F-002");
+        assert_eq!(
+            general_wording(&own, &[], TWO, None).as_deref(),
+            Some("assert_cmd::Command::cargo_bin runs the built binary")
+        );
+    }
+
+    /// Across missions, values the wordings disagree on: incidental in a failure, a setting in a
+    /// lesson.
+    #[test]
+    fn values_the_missions_disagree_on_are_a_failures_placeholders() {
+        let web = Context::new("/p/shopfront", ["F-001", "F-002"]);
+        let data = Context::new("/p/tripflow", ["F-001"]);
+        // Ports a failure's wordings disagree on become placeholders: which port was taken is
+        // incidental.
         let own = [failed(said(
             "npm run dev: port 5173 is already in use",
             "web",
@@ -974,29 +1006,6 @@ mod tests {
         );
         let (own, others) = (own.map(failed), others.map(failed));
         assert!(general_wording(&own, &others, Needed::Missions(2), None).is_some());
-        // The project's name never graduates; an identifier only when two features name it.
-        let by = |second: &'static str| {
-            [
-                said(
-                    "assert_cmd::Command::cargo_bin(\"shopfront\") runs the binary",
-                    "web",
-                    &web,
-                    "F-001",
-                ),
-                said(
-                    "assert_cmd::Command::cargo_bin runs the built binary",
-                    "web",
-                    &web,
-                    second,
-                ),
-            ]
-        };
-        assert_eq!(general_wording(&by("F-001"), &[], TWO, None), None);
-        let own = by("F-002");
-        assert_eq!(
-            general_wording(&own, &[], TWO, None).as_deref(),
-            Some("assert_cmd::Command::cargo_bin runs the built binary")
-        );
     }
 
     #[test]
