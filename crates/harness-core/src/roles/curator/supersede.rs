@@ -45,10 +45,11 @@
 //!   older names is gone ("we run on PostgreSQL now; var/cobbler.db is gone"), or a single name the
 //!   older says ("esbuild is dropped": words called gone may name another thing of their kind).
 //!   When it says what it replaces ("no more SMTP", "instead of stored keys"), it replaces only a
-//!   decision that names it. A change said after "so" or "because" in the same clause is what comes
-//!   of the decision, not one it announces. It replaces a decision that states its subject only if
-//!   it names that subject (a word of it, or one that begins or is begun by one: "time" for
-//!   "timestamps") or another version of it.
+//!   decision that names it (how many there were, "instead of one fixed amount", names nothing).
+//!   A change said after "so" or "because" in the same clause is what comes of the decision, not
+//!   one it announces. It replaces a decision that states its subject only if it names that
+//!   subject (a word of it, or one that begins or is begun by one: "time" for "timestamps") or
+//!   another version of it.
 //!
 //! Two decisions that open with different names of code ("the /cmd_vel subscription uses … depth
 //! 10", "the /scan subscription uses … depth 5") are on two subjects, however alike their words or
@@ -904,11 +905,17 @@ fn named(text: &str, context: &Context) -> BTreeSet<String> {
                 .split([';', ':', '—', ',', '(', '.'])
                 .next()
                 .unwrap_or("");
-            named.extend(super::similarity::read_words(clause, context).words);
+            // How many of it there were says nothing of what it was ("instead of one fixed
+            // amount" does not name "one broker").
+            let words = super::similarity::read_words(clause, context).words;
+            named.extend(words.into_iter().filter(|w| !COUNTS.contains(&w.as_str())));
         }
     }
     named
 }
+
+/// Words that count (stemmed as read): what a decision says it replaces is not named by them.
+const COUNTS: &[&str] = &["one", "singl", "thre", "two"];
 
 /// What a decision calls old (see [`Decision::former`]): the words after "the old", "the
 /// previous" or "the former", to a copula, a preposition or the end of their clause.
@@ -1327,6 +1334,12 @@ mod tests {
         let context = Context::default();
         assert!(named("the mailer is Postmark, no more SMTP", &context).contains("smtp"));
         assert!(named("a piano more often than not plays", &context).is_empty());
+        // How many there were names nothing: "one broker" is not what this replaces.
+        let counted = named("a limit per currency instead of one fixed amount", &context);
+        assert!(
+            counted.contains("fix") && !counted.contains("one"),
+            "{counted:?}"
+        );
     }
 
     fn grouped(text: &str) -> Vec<Item> {
