@@ -483,27 +483,30 @@ fn another_feature_s_merge_killed_half_way_does_not_hold_back_one_resumed_alone(
     let out = project.run(&["F-002"]);
     let context = format!("stderr:\n{}", text(&out.stderr));
     assert_eq!(code(&out), 0, "{context}");
-    assert_eq!(project.state("F-002")["status"], "done", "{context}");
-    let base = base_branch(&project);
-    assert_eq!(
-        project.git(&["show", &format!("{base}:F-002.txt")]),
-        "work of F-002\n"
-    );
+    merged_and_done(&project, "F-002");
     assert!(!project.workdir.join(".git/MERGE_HEAD").exists());
     assert_ne!(project.state("F-001")["status"], "done", "{context}");
 
     let out = run_all(&project, &[]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
-    assert_eq!(
-        project.git(&["show", &format!("{base}:F-001.txt")]),
-        "work of F-001\n"
-    );
-    let state = project.state("F-001");
-    assert_eq!(state["status"], "done", "{state}");
+    let state = merged_and_done(&project, "F-001");
     assert_eq!(
         state["iteration_count"], 1,
         "an iteration was burnt: {state}"
     );
+}
+
+/// Checks that `feature`'s work (`<feature>.txt`, as [`agent`] writes it) is in the base branch
+/// and the feature done; its state.
+fn merged_and_done(project: &Project, feature: &str) -> serde_json::Value {
+    let base = base_branch(project);
+    assert_eq!(
+        project.git(&["show", &format!("{base}:{feature}.txt")]),
+        format!("work of {feature}\n")
+    );
+    let state = project.state(feature);
+    assert_eq!(state["status"], "done", "{state}");
+    state
 }
 
 /// A project of [`project`] whose `all --parallel` was killed in F-001's agent, its work written
@@ -535,13 +538,7 @@ fn a_worktree_whose_record_is_gone_is_made_again_with_its_uncommitted_work() {
         "F-001\n",
         "the next iteration's agent found the work"
     );
-    let base = base_branch(&project);
-    assert_eq!(
-        project.git(&["show", &format!("{base}:F-001.txt")]),
-        "work of F-001\n"
-    );
-    let state = project.state("F-001");
-    assert_eq!(state["status"], "done", "{state}");
+    let state = merged_and_done(&project, "F-001");
     assert_eq!(
         project.git(&["branch", "--list", "harness/*"]).trim(),
         "",
