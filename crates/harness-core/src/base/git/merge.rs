@@ -66,18 +66,14 @@ pub fn clear_stale_locks(main: &Path, branches: &[&str]) -> anyhow::Result<()> {
     let common = common_dir(main)?;
     let mut locks = stale::locks_in(&git_dir(main)?);
     locks.extend(branches.iter().map(|branch| ref_lock(&common, branch)));
-    stale::remove_stale(&locks, main, &nested_trees(main)?);
+    stale::remove_stale(&locks, main, &nested_trees(main, &common));
     Ok(())
 }
 
-/// The linked worktrees nested in the working tree `main`: git processes working there (agents)
-/// work in other trees than `main`.
-fn nested_trees(main: &Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
-    let common = common_dir(main)?;
-    Ok(checkouts_but(
-        &registrations(&common),
-        &stale::canonical(main),
-    ))
+/// The linked worktrees nested in the working tree `main` (its repository's common directory
+/// `common`): git processes working there (agents) work in other trees than `main`.
+fn nested_trees(main: &Path, common: &Path) -> Vec<std::path::PathBuf> {
+    checkouts_but(&registrations(common), &stale::canonical(main))
 }
 
 /// Git's own last step of a merge, done for a merge killed after its commit: MERGE_HEAD names
@@ -143,8 +139,9 @@ fn killed_of_kin(main: &Path, dir: &Path, kin: &dyn Fn(&str) -> bool) -> anyhow:
     if !kin(message.lines().next().unwrap_or_default()) {
         return Ok(false);
     }
+    let nested = nested_trees(main, &common_dir(main)?);
     let processes = stale::Processes::scan();
-    Ok(!processes.may_work_in(main, &nested_trees(main)?, &dir.join("MERGE_HEAD")))
+    Ok(!processes.may_work_in(main, &nested, &dir.join("MERGE_HEAD")))
 }
 
 /// One `git merge --no-ff`; on a conflict the merge is aborted, never left half-done.
