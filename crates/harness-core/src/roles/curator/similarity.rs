@@ -89,6 +89,10 @@ impl Specific {
 
 /// What is known of the mission whose entries are read: its project's name and its feature
 /// ids (as the log's entries give them), specific wherever they appear in a text.
+/// A project's name shorter than this (in characters) is taken for it only as a whole part of a
+/// token: glued inside a longer word, so short a name is as often a coincidence (`mkdocs`).
+const WHOLE_NAME_BELOW: usize = 6;
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Context {
     project: Option<String>,
@@ -117,6 +121,21 @@ impl Context {
             directories: HashSet::new(),
             chosen: HashSet::new(),
         }
+    }
+
+    /// Whether `token` (lowercase) names the project: it holds the project's name (`vaporapi_test`,
+    /// `appqtqmlapp`), as a whole part of it when the name is short (`rover_control` for
+    /// `rover`; `mkdocs` is no project `docs`).
+    fn names_project(&self, token: &str) -> bool {
+        self.project.as_deref().is_some_and(|name| {
+            if name.chars().count() >= WHOLE_NAME_BELOW {
+                token.contains(name)
+            } else {
+                token
+                    .split(|c: char| !c.is_alphanumeric())
+                    .any(|part| part == name)
+            }
+        })
     }
 
     /// The context with the identifiers that `decisions` (the texts of the mission's
@@ -312,10 +331,8 @@ fn read(text: &str, context: &Context, identifiers: bool) -> Analysis {
             return;
         }
         // The project's name says nothing of what a lesson is about (the token is noted).
-        if let Some(project) = &context.project {
-            if run.contains(project.as_str()) {
-                return;
-            }
+        if context.names_project(run) {
+            return;
         }
         let stemmed = stem(irregular(run).unwrap_or(run));
         if !stemmed.is_empty() {
@@ -483,10 +500,7 @@ fn specific(token: &str, context: &Context) -> Option<Specific> {
     let bytes = token.as_bytes();
     if bytes.iter().all(u8::is_ascii_lowercase) {
         // A plain word (most tokens): at most the project's name.
-        let project = context.project.as_deref();
-        return project
-            .filter(|name| token.contains(name))
-            .map(|_| Specific::Project);
+        return context.names_project(token).then_some(Specific::Project);
     }
     // A possessive names its feature too ("F-007's rate-limit test").
     let owner = possessor(token).unwrap_or(token);
@@ -530,12 +544,7 @@ fn specific(token: &str, context: &Context) -> Option<Specific> {
     if !flag && looks_like_name(token) {
         return Some(Specific::Name);
     }
-    if let Some(project) = &context.project {
-        if token.contains(project.as_str()) {
-            return Some(Specific::Project);
-        }
-    }
-    None
+    context.names_project(token).then_some(Specific::Project)
 }
 
 /// What a possessive names ("F-007's" → "F-007"), if `word` is one.
@@ -1083,6 +1092,30 @@ mod tests {
     fn specifics(text: &str) -> Vec<(Specific, String)> {
         let context = Context::new("/home/me/shopfront", ["F-001", "F-014"]);
         analyse(text, &context).specifics
+    }
+
+    #[test]
+    fn the_projects_name_is_in_a_token_whole_when_it_is_short() {
+        let named = |project: &str, text: &str| {
+            analyse(text, &Context::new(project, ["F-001"]))
+                .specifics
+                .into_iter()
+                .filter(|(kind, _)| *kind == Specific::Project)
+                .map(|(_, token)| token)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            named("/p/qtqmlapp", "cmake --target appqtqmlapp"),
+            ["appqtqmlapp"]
+        );
+        assert_eq!(
+            named("/p/rover", "ros2 run rover_control"),
+            ["rover_control"]
+        );
+        // A short name glued inside a longer word is as often a coincidence.
+        assert!(named("/p/docs", "mkdocs serve held the iteration").is_empty());
+        let words = read_words("mkdocs serve", &Context::new("/p/docs", ["F-001"])).words;
+        assert!(words.contains(&"mkdoc".to_string()), "{words:?}");
     }
 
     #[test]
