@@ -729,6 +729,9 @@ const FLOORS: &[(&str, Least, [f64; 3], usize, usize)] = &[
     ("blind26", (10, 20), [0.70, 0.79, 0.84], 29, 2),
     ("blind27", (10, 20), [0.78, 0.84, 0.88], 31, 1),
     ("blind28", (10, 20), [0.84, 0.57, 0.84], 31, 1),
+    ("blind29", (10, 20), [0.63, 0.36, 0.81], 19, 2),
+    ("blind30", (10, 20), [0.66, 0.54, 0.71], 29, 2),
+    ("blind31", (5, 20), [0.85, 0.66, 0.80], 24, 1),
 ];
 
 /// Scores the blind log `name` and checks that it holds its floor (see [`FLOORS`]).
@@ -1019,6 +1022,26 @@ fn curation_score_on_the_twenty_eighth_blind_log() {
     holds_its_floor("blind28");
 }
 
+/// The twenty-ninth to thirty-first blind logs were written after the rules made with the
+/// twenty-eighth, by writers who did not read them; they were first scored with the rules of
+/// their writing (BENCHMARKS.md). What is asserted is that nothing gets worse than that.
+#[test]
+fn curation_score_on_the_twenty_ninth_blind_log() {
+    holds_its_floor("blind29");
+}
+
+/// See [`curation_score_on_the_twenty_ninth_blind_log`].
+#[test]
+fn curation_score_on_the_thirtieth_blind_log() {
+    holds_its_floor("blind30");
+}
+
+/// See [`curation_score_on_the_twenty_ninth_blind_log`].
+#[test]
+fn curation_score_on_the_thirty_first_blind_log() {
+    holds_its_floor("blind31");
+}
+
 /// The curator's agent making the calls a careful human makes (which items say the same, which
 /// decision replaces which, what is local, what is general and in what words), on every
 /// labelled log: what the rules cannot see is then seen, and the rules still check each call
@@ -1035,7 +1058,8 @@ fn curation_score_with_the_agent_judging() {
         "main", "holdout", "fresh", "blind", "blind2", "blind3", "blind4", "blind5", "blind6",
         "blind7", "blind8", "blind9", "blind10", "blind11", "blind12", "blind13", "blind14",
         "blind15", "blind16", "blind17", "blind18", "blind19", "blind20", "blind21", "blind22",
-        "blind23", "blind24", "blind25", "blind26", "blind27", "blind28",
+        "blind23", "blind24", "blind25", "blind26", "blind27", "blind28", "blind29", "blind30",
+        "blind31",
     ] {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;
@@ -1065,8 +1089,15 @@ fn curation_score_with_the_agent_judging() {
 /// queue consumer that never returns, whose failure mode the identity holds; a Jest run of one
 /// file, which PHPUnit's `--filter` line holds as one practice (the agent's words name no other
 /// code); and yosys's GHDL plugin, whose TRICK the rules grouped with other knowledge (these
-/// calls part nothing).
+/// calls part nothing). The twenty-ninth's graduate what one feature's worker and validator
+/// said (native compilation's warnings, a token kept out of the repository), git opening an
+/// editor, whose failure mode the identity holds (a command waiting for a person), and a
+/// mixin's missing target, whose failures the rules grouped with another feature's TRICK
+/// (genSources). The thirty-first's graduate what one feature's worker and validator said
+/// (COOP and COEP headers, `wasm-pack test --headless --firefox`).
 const BELOW_WITH_THE_AGENT: &[(&str, [f64; 3])] = &[
     ("blind23", [0.95, 0.70, 0.87]),
     ("blind25", [0.95, 0.77, 0.90]),
+    ("blind29", [0.95, 0.78, 0.93]),
+    ("blind31", [0.95, 0.77, 0.88]),
 ];
