@@ -147,6 +147,7 @@ pub fn projects_rule(text: &str) -> bool {
         "game",
         "gem",
         "library",
+        "mod",
         "package",
         "plugin",
         "project",
@@ -644,6 +645,9 @@ mod tests {
         ));
         assert!(projects_rule(
             "in this toolbox every function takes rows or columns but returns a column"
+        ));
+        assert!(projects_rule(
+            "moved it into the recipe provider, as every data file of this mod is generated"
         ));
         assert!(!projects_rule(
             "this time the service answered before the timeout"
