@@ -211,8 +211,8 @@ struct Recorded {
     context: usize,
     /// Whether it is a failure mode (else a lesson).
     failure: bool,
-    /// The [modes](modes::MODES) its wordings tell, by their phrases, if it is a failure mode
-    /// (a lesson's wordings do not say which of them told its failure).
+    /// The [modes](modes::MODES) its wordings tell, by their phrases: a failure's, or a
+    /// lesson's that say in a mode's words what went wrong ([`modes::told_by_lesson`]).
     modes: BTreeSet<&'static str>,
 }
 
@@ -274,6 +274,14 @@ impl Recurrence {
             }
         }
         let mut phrases: HashMap<String, Vec<usize>> = HashMap::new();
+        // A lesson that says in a mode's words what went wrong tells the mode too.
+        for r in recorded.iter_mut().filter(|r| !r.failure) {
+            let told = r
+                .texts
+                .iter()
+                .filter_map(|text| modes::told_by_lesson(&modes::Words::of(text)));
+            r.modes.extend(told.map(|mode| mode.phrase));
+        }
         for (number, r) in recorded.iter_mut().enumerate().filter(|(_, r)| r.failure) {
             for text in &r.texts {
                 let said = hygiene::phrases(text);
@@ -832,21 +840,25 @@ fn earned(
     None
 }
 
-/// The lesson of the [failure mode](modes) that `item` (a failure) tells, when the ledger's
-/// items like it (`matched`) tell it too in enough missions with this one (`missions`). (A
-/// lesson's wordings do not say which of them told the failure that taught it.)
+/// The lesson of the [failure mode](modes) that `item` tells (a failure, or a lesson that says
+/// in the mode's words what went wrong), when the ledger's items like it (`matched`) tell it
+/// too in enough missions with this one (`missions`).
 fn mode_lesson(
     item: &Item,
     recurrence: &Recurrence,
     matched: &[&Recorded],
     missions: usize,
 ) -> Option<String> {
-    if item.kind != Kind::Avoid {
-        return None;
-    }
+    let told = |text: &str| match item.kind {
+        Kind::Avoid => modes::told(text),
+        // A lesson that says in a mode's words what went wrong ("started in the foreground it
+        // never returns") tells the mode too.
+        Kind::Lesson => modes::told_by_lesson(&modes::Words::of(text)),
+        _ => None,
+    };
     let tells: BTreeSet<&str> = hygiene::wordings(item)
         .iter()
-        .filter_map(|(text, ..)| told_phrase(text))
+        .filter_map(|(text, ..)| told(text).map(|mode| mode.phrase))
         .collect();
     let mode = modes::MODES.iter().find(|mode| {
         let with: BTreeSet<&str> = matched
@@ -1378,6 +1390,31 @@ mod tests {
              never came back; a server holds a job for ever\n",
         );
         (first, second)
+    }
+
+    /// A lesson that says in a mode's words what went wrong, in two missions, graduates in the
+    /// mode's words, as failures of the mode do: its own wording names its mission's code.
+    #[test]
+    fn a_lesson_of_a_failure_mode_in_two_missions_graduates_in_the_modes_words() {
+        let first = items_of(
+            "[2026-04-24T10:00:00Z] worker F-5 LESSON: ran npm start in the background (&) for \
+             the curl checks and killed it afterwards; in the foreground it never returns\n",
+        );
+        let second = items_of(
+            "[2026-05-02T10:00:00Z] worker F-10 LESSON: served build/html5 in the background for \
+             the browser check and stopped it after; started in the foreground it never returns\n",
+        );
+        let (_, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
+        let (done, _) = graduated_in("m-2", &second, &ledger, None);
+        let server = modes::MODES
+            .iter()
+            .find(|mode| mode.phrase == "<server in the foreground>")
+            .unwrap();
+        assert_eq!(done.len(), 1, "{done:?}");
+        assert!(
+            done[0].line.starts_with(&format!("- {} ", server.lesson)),
+            "{done:?}"
+        );
     }
 
     #[test]
