@@ -87,12 +87,12 @@ impl Specific {
     }
 }
 
-/// What is known of the mission whose entries are read: its project's name and its feature
-/// ids (as the log's entries give them), specific wherever they appear in a text.
 /// A project's name shorter than this (in characters) is taken for it only as a whole part of a
 /// token: glued inside a longer word, so short a name is as often a coincidence (`mkdocs`).
 const WHOLE_NAME_BELOW: usize = 6;
 
+/// What is known of the mission whose entries are read: its project's name and its feature
+/// ids (as the log's entries give them), specific wherever they appear in a text.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Context {
     project: Option<String>,
