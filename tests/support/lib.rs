@@ -439,12 +439,52 @@ pub fn wait_at_most(child: &mut std::process::Child, limit: Duration) -> std::pr
             return status;
         }
         if Instant::now() > deadline {
+            let left = process_tree(child.id());
             let _ = child.kill();
             let _ = child.wait();
-            panic!("still running after {limit:?}");
+            panic!("still running after {limit:?}; its processes then:\n{left}");
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// `pid` and the processes descended from it, one a line (pid, state, command line): what a
+/// test that waited in vain saw still running, to tell where it hung.
+fn process_tree(pid: u32) -> String {
+    let mut processes: Vec<(u32, u32, String)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid …": the command may hold spaces and parentheses.
+        let Some((head, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let (Some(me), Some(parent)) = (
+            head.split_whitespace().next().and_then(|p| p.parse().ok()),
+            fields.get(1).and_then(|p| p.parse().ok()),
+        ) else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let args = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let state = fields.first().copied().unwrap_or("?");
+        processes.push((me, parent, format!("{me} {state} {}", args.trim())));
+    }
+    let mut shown = Vec::new();
+    let mut next = vec![pid];
+    while let Some(at) = next.pop() {
+        for (me, parent, line) in &processes {
+            if *me == at {
+                shown.push(line.clone());
+            }
+            if *parent == at {
+                next.push(*me);
+            }
+        }
+    }
+    shown.join("\n")
 }
 
 /// Whether process `pid` exists.
@@ -473,4 +513,31 @@ pub fn processes_matching(needle: &str) -> Vec<i32> {
         }
     }
     pids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    /// A wait in vain says what was still running, the child's own children included.
+    #[test]
+    fn a_wait_in_vain_names_the_processes_still_running() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 37 & exec sleep 38"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let group = child.id() as i32;
+        std::thread::sleep(Duration::from_millis(200));
+        let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            wait_at_most(&mut child, Duration::from_millis(100))
+        }));
+        // SAFETY: ends the process group this test made (the background sleep).
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+        let panic = waited.expect_err("the child was still running");
+        let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(message.contains("sleep 38"), "{message}");
+        assert!(message.contains("sleep 37"), "{message}");
+    }
 }
