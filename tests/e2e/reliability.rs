@@ -877,9 +877,19 @@ fn assert_merged_and_tidy(project: &Project, context: &str) {
         "{context}: worktrees left:\n{worktrees}"
     );
     let branches = project.git(&["branch", "--list", "harness/*"]);
+    // What each branch left holds that the base branch does not: why it was kept.
+    let ahead: String = branches
+        .split_whitespace()
+        .filter(|name| name.starts_with("harness/"))
+        .map(|name| {
+            let range = format!("HEAD..{name}");
+            let log = project.git(&["log", "--format=%h %s (%an)", &range]);
+            format!("{name}, not in HEAD:\n{log}\n")
+        })
+        .collect();
     assert!(
         branches.trim().is_empty(),
-        "{context}: branches left: {branches}"
+        "{context}: branches left: {branches}\n{ahead}"
     );
     let status = project.git(&[
         "status",
