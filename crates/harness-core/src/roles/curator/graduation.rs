@@ -274,15 +274,16 @@ impl Recurrence {
             }
         }
         let mut phrases: HashMap<String, Vec<usize>> = HashMap::new();
-        // A lesson that says in a mode's words what went wrong tells the mode too.
-        for r in recorded.iter_mut().filter(|r| !r.failure) {
-            let told = r
-                .texts
-                .iter()
-                .filter_map(|text| modes::told_by_lesson(&modes::Words::of(text)));
-            r.modes.extend(told.map(|mode| mode.phrase));
-        }
-        for (number, r) in recorded.iter_mut().enumerate().filter(|(_, r)| r.failure) {
+        for (number, r) in recorded.iter_mut().enumerate() {
+            if !r.failure {
+                // A lesson that says in a mode's words what went wrong tells the mode too.
+                let told = r
+                    .texts
+                    .iter()
+                    .filter_map(|text| Kind::Lesson.mode_told(&modes::Words::of(text)));
+                r.modes.extend(told.map(|mode| mode.phrase));
+                continue;
+            }
             for text in &r.texts {
                 let said = hygiene::phrases(text);
                 r.modes.extend(mode_among(&said));
@@ -849,16 +850,12 @@ fn mode_lesson(
     matched: &[&Recorded],
     missions: usize,
 ) -> Option<String> {
-    let told = |text: &str| match item.kind {
-        Kind::Avoid => modes::told(text),
-        // A lesson that says in a mode's words what went wrong ("started in the foreground it
-        // never returns") tells the mode too.
-        Kind::Lesson => modes::told_by_lesson(&modes::Words::of(text)),
-        _ => None,
-    };
+    // A lesson that says in a mode's words what went wrong ("started in the foreground it never
+    // returns") tells the mode too.
     let tells: BTreeSet<&str> = hygiene::wordings(item)
         .iter()
-        .filter_map(|(text, ..)| told(text).map(|mode| mode.phrase))
+        .filter_map(|(text, ..)| item.kind.mode_told(&modes::Words::of(text)))
+        .map(|mode| mode.phrase)
         .collect();
     let mode = modes::MODES.iter().find(|mode| {
         let with: BTreeSet<&str> = matched

@@ -61,6 +61,16 @@ impl Kind {
             Tag::Outcome => None,
         }
     }
+
+    /// The failure mode an entry of this kind tells in `words`: a failure's (AVOID, FAIL), or a
+    /// lesson's that says what went wrong ([`modes::told_by_lesson`]); a decision tells none.
+    pub fn mode_told(self, words: &modes::Words<'_>) -> Option<&'static modes::Mode> {
+        match self {
+            Kind::Avoid => modes::told_in(words),
+            Kind::Lesson => modes::told_by_lesson(words),
+            Kind::Decision => None,
+        }
+    }
 }
 
 /// One raw entry an item stands for.
@@ -345,13 +355,13 @@ fn told_by(nodes: &[&Node]) -> Told {
     };
     for ((kind, _), evidence) in nodes {
         let words = evidence.first().map(|first| modes::Words::of(&first.text));
-        let mode = |of: fn(&modes::Words<'_>) -> Option<&'static modes::Mode>| {
-            words.as_ref().and_then(of).map(|mode| mode.phrase)
-        };
+        let mode = words
+            .as_ref()
+            .and_then(|words| kind.mode_told(words))
+            .map(|mode| mode.phrase);
         let (failure, lesson) = match kind {
-            Kind::Avoid => (mode(modes::told_in), None),
-            Kind::Lesson => (None, mode(modes::told_by_lesson)),
-            Kind::Decision => (None, None),
+            Kind::Avoid => (mode, None),
+            _ => (None, mode),
         };
         told.failure.push(failure);
         told.lesson.push(lesson);
