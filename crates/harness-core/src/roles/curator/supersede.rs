@@ -26,13 +26,18 @@
 //!   another than "a highlight is anchored by its text");
 //! - they give one setting different values, whatever their words ("citations are numeric, biblatex
 //!   style=numeric-comp", "the committee asks for author-year citations: biblatex
-//!   style=authoryear");
+//!   style=authoryear"; "processing.guarantee stays at_least_once", "every instance runs with
+//!   processing.guarantee=exactly_once_v2");
+//! - they say one thing is done at another period: the word before the period of one is among
+//!   the words before the other's ("the sensors are read every 60 seconds", "the board takes a
+//!   reading every five minutes"; not "the dashboard refreshes its charts every 5 s", "the
+//!   dashboard's session cookie expires every 12 hours");
 //! - one states no subject and names every word of the subject of two words or more that the other
 //!   states ("parcels get bigint primary keys", "every table's primary key is a UUIDv7"), in prose:
 //!   a word inside code (`{:shift_changed, shift_id}`) names what the code carries; and one that
 //!   states no subject is alike in words only if it is outside its code too;
 //! - the newer says that it changes something ("now", "instead", "no more", "moved to", "moves
-//!   from", "replaces", "is removed"…) and names what is rare in the older (a word of at most
+//!   from", "replaces", "is removed", "goes up to", "raised to"…) and names what is rare in the older (a word of at most
 //!   [`RARE`] items, such as the tool it replaces), or is like it (a weighted similarity of
 //!   [`MARKED_SIMILARITY`] or more), or gives a name of it another number (the same thing at
 //!   another version: "the deployment target is iOS 16.0", "the app now needs iOS 17"; a release of
@@ -96,12 +101,16 @@ const CHANGES: &[&str] = &[
     "are deleted",
     "are gone",
     "are removed",
+    "bumped to",
     "from now on",
+    "go up to",
+    "goes up to",
     "instead",
     "instead of",
     "is deleted",
     "is gone",
     "is removed",
+    "lowered to",
     "move from",
     "move to",
     "moved from",
@@ -111,11 +120,13 @@ const CHANGES: &[&str] = &[
     "no longer",
     "no more",
     "now",
+    "raised to",
     "replace",
     "replaced",
     "replaces",
     "switch to",
     "switched",
+    "went up to",
 ];
 /// What ends the phrase that a decision calls old or gone.
 const PHRASE_ENDS: [char; 5] = [';', ':', ',', '(', '—'];
@@ -217,6 +228,19 @@ struct Decision {
     settings: BTreeMap<String, String>,
     /// The names of code it opens with (see [`opening_code`]).
     opening: BTreeSet<String>,
+    /// How often it says a thing is done, if it does (see [`period`]).
+    period: Option<Period>,
+}
+
+/// How often a decision says a thing is done ("the sensor is read every 10 seconds").
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Period {
+    /// The period, in seconds.
+    seconds: f64,
+    /// The words of its clause before the period: what is done, and to what; and the last of
+    /// them.
+    before: Vec<String>,
+    last: String,
 }
 
 impl Decision {
@@ -265,6 +289,7 @@ impl Decision {
             kept: kept(text, context),
             settings: settings(text),
             opening: opening_code(text),
+            period: period(text, context),
         }
     }
 
@@ -328,6 +353,19 @@ impl Decision {
                 .get(name)
                 .is_some_and(|theirs| theirs != value)
         })
+    }
+
+    /// Whether the two say one thing is done at another period: the word before the period of
+    /// one is among the words before the other's ("the sensors are read every 60 seconds",
+    /// "the board now takes a reading every five minutes"; not "the dashboard refreshes every
+    /// 5 s" and "the dashboard's session cookie expires every 12 hours").
+    fn other_period(&self, other: &Decision) -> bool {
+        let (Some(one), Some(two)) = (&self.period, &other.period) else {
+            return false;
+        };
+        let last_in = |a: &Period, b: &Period| b.before.contains(&a.last);
+        (one.seconds - two.seconds).abs() > 0.01 * one.seconds.max(two.seconds)
+            && (last_in(one, two) || last_in(two, one))
     }
 
     /// Whether `newer` names what this decision is about, when it says so: a word of its
@@ -410,6 +448,7 @@ impl Decision {
             || self.acronyms.intersection(&other.initials).next().is_some()
             || other.acronyms.intersection(&self.initials).next().is_some()
             || self.other_version(other)
+            || self.other_period(other)
     }
 }
 
@@ -610,7 +649,8 @@ fn other_candidates(
             .chain(&decision.acronyms)
             .chain(initials)
             .chain(named)
-            .chain(decision.settings.keys());
+            .chain(decision.settings.keys())
+            .chain(decision.period.iter().flat_map(|p| &p.before));
         for key in keys {
             let earlier = by_key.entry(key.as_str()).or_default();
             let start = earlier.len().saturating_sub(WINDOW);
@@ -1130,10 +1170,26 @@ const OPENING_WORDS: usize = 4;
 
 /// The settings `text` gives a value, by name (lowercase): `name=value` or `name = value`
 /// (`--level=3`, `requires-python = ">=3.13"`), where the name is a word of letters, digits,
-/// `_`, `-` and `.` that begins with a letter, and `=` is no comparison (`>=`, `==`, `!=`).
+/// `_`, `-` and `.` that begins with a letter, and `=` is no comparison (`>=`, `==`, `!=`); and
+/// a name of code that opens it, with a copula and a value of code after it, gives that value
+/// (`processing.guarantee stays at_least_once`, `pool.max_size is 20`; not `config.toml is
+/// read at start`).
 fn settings(text: &str) -> BTreeMap<String, String> {
     let name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    let code = |word: &str| word.contains(|c: char| c.is_ascii_digit() || "_.-/:".contains(c));
     let mut found = BTreeMap::new();
+    let mut words = text.split_whitespace();
+    if let (Some(name), Some(copula), Some(value)) = (words.next(), words.next(), words.next()) {
+        let value = value.trim_end_matches([',', ';', ':']);
+        let named = name.contains(['.', '_']) && name.chars().all(name_char);
+        if named
+            && name.starts_with(|c: char| c.is_ascii_alphabetic())
+            && COPULAS.contains(&copula)
+            && code(value)
+        {
+            found.insert(name.to_lowercase(), value.to_string());
+        }
+    }
     for (at, _) in text.match_indices('=') {
         let before = &text[..at];
         let after = &text[at + 1..];
@@ -1157,6 +1213,81 @@ fn settings(text: &str) -> BTreeMap<String, String> {
         }
     }
     found
+}
+
+/// How often `text` says a thing is done: "every 10 seconds", "every 2.5 s", "every minute",
+/// "once a second", "once per hour", "every five minutes"; with the words of its clause before
+/// that.
+fn period(text: &str, context: &Context) -> Option<Period> {
+    const NUMBERS: &[(&str, f64)] = &[
+        ("two", 2.0),
+        ("three", 3.0),
+        ("four", 4.0),
+        ("five", 5.0),
+        ("six", 6.0),
+        ("ten", 10.0),
+        ("fifteen", 15.0),
+        ("twenty", 20.0),
+        ("thirty", 30.0),
+        ("sixty", 60.0),
+    ];
+    const UNITS: &[(&str, f64)] = &[
+        ("ms", 0.001),
+        ("s", 1.0),
+        ("sec", 1.0),
+        ("second", 1.0),
+        ("min", 60.0),
+        ("minute", 60.0),
+        ("h", 3600.0),
+        ("hour", 3600.0),
+        ("day", 86400.0),
+        ("week", 604800.0),
+    ];
+    let unit = |word: &str| {
+        let word = word.trim_end_matches([',', ';', '.', ')']);
+        let word = word
+            .strip_suffix('s')
+            .filter(|w| w.len() > 1)
+            .unwrap_or(word);
+        UNITS
+            .iter()
+            .find(|(name, _)| *name == word)
+            .map(|&(_, seconds)| seconds)
+    };
+    let number = |word: &str| {
+        word.parse::<f64>().ok().filter(|n| *n > 0.0).or_else(|| {
+            NUMBERS
+                .iter()
+                .find(|(name, _)| *name == word)
+                .map(|&(_, n)| n)
+        })
+    };
+    for clause in text.split([';', ':', '—']) {
+        let lowered = clause.to_lowercase();
+        let words: Vec<&str> = lowered.split_whitespace().collect();
+        for at in 0..words.len() {
+            let next = |k: usize| words.get(at + k).copied().unwrap_or("");
+            let seconds = match words[at] {
+                "every" | "each" => {
+                    unit(next(1)).or_else(|| Some(number(next(1))? * unit(next(2))?))
+                }
+                "once" if matches!(next(1), "a" | "an" | "per" | "every") => unit(next(2)),
+                _ => None,
+            };
+            if let Some(seconds) = seconds {
+                let read =
+                    |words: &[&str]| super::similarity::read_words(&words.join(" "), context).words;
+                let last = words[..at].iter().rev().find_map(|w| read(&[w]).pop())?;
+                let before = read(&words[..at]);
+                return Some(Period {
+                    seconds,
+                    before,
+                    last,
+                });
+            }
+        }
+    }
+    None
 }
 
 /// Whether `text` starts with a condition (see [`CONDITIONS`]), with a comma after it or not
@@ -1986,6 +2117,51 @@ mod tests {
         );
         let pairs: Vec<(&str, &str)> = read.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         assert_eq!(pairs, [("level", "3"), ("requires-python", "\">=3.13\"")]);
+        // Said with a copula by a decision that opens with it, and given in code.
+        assert_replaced(
+            "processing.guarantee stays at_least_once, the default, while there is one broker",
+            "every instance runs with processing.guarantee=exactly_once_v2 from the first deploy",
+        );
+        assert!(settings("config.toml is read at start; pool.max_size is 20").is_empty());
+        let read = settings("pool.max_size is 20, the most the server allows");
+        assert_eq!(read.get("pool.max_size").map(String::as_str), Some("20"));
+    }
+
+    #[test]
+    fn one_thing_done_at_another_period_is_the_same_subject() {
+        assert_replaced(
+            "the sensor task reads temperature, pressure and humidity once a second",
+            "to save the battery the sensor is read every 10 seconds and the core sleeps",
+        );
+        assert_replaced(
+            "the sensors are read every 60 seconds with a timer callback that sets a flag",
+            "the board takes a reading every five minutes and sleeps in between",
+        );
+        // Another thing done.
+        assert_stays_current(
+            "the dashboard refreshes its charts every 5 s from the status endpoint",
+            "the dashboard's session cookie expires every 12 hours unless the user is active",
+        );
+        let context = Context::new("probe", ["F-001"]);
+        let seconds = |text: &str| period(text, &context).map(|p| p.seconds);
+        assert_eq!(
+            seconds("beacons advertise every 2.5 s, so a cell lasts a year"),
+            Some(2.5)
+        );
+        assert_eq!(seconds("the job runs once per hour"), Some(3600.0));
+        assert_eq!(
+            seconds("read every minute"),
+            seconds("read every sixty seconds")
+        );
+        assert_eq!(seconds("each run keeps every 3rd frame"), None);
+    }
+
+    #[test]
+    fn a_number_raised_is_a_change() {
+        assert_replaced(
+            "cmake_minimum_required(VERSION 3.20); the build is always out of source, in build/",
+            "cmake_minimum_required goes up to 3.24, which the pFUnit 4.10 package asks for",
+        );
     }
 
     #[test]
