@@ -732,6 +732,9 @@ const FLOORS: &[(&str, Least, [f64; 3], usize, usize)] = &[
     ("blind29", (10, 20), [0.69, 0.36, 0.81], 19, 2),
     ("blind30", (10, 20), [0.77, 0.63, 0.71], 29, 2),
     ("blind31", (5, 20), [0.85, 0.66, 0.80], 24, 1),
+    ("blind32", (10, 20), [0.91, 0.54, 0.79], 25, 2),
+    ("blind33", (10, 20), [0.99, 0.39, 0.80], 27, 2),
+    ("blind34", (10, 20), [0.74, 0.49, 0.79], 22, 2),
 ];
 
 /// Scores the blind log `name` and checks that it holds its floor (see [`FLOORS`]).
@@ -1042,6 +1045,26 @@ fn curation_score_on_the_thirty_first_blind_log() {
     holds_its_floor("blind31");
 }
 
+/// The thirty-second to thirty-fourth blind logs were written after the rules made with the
+/// thirty-first, by writers who did not read them; they were first scored with the rules of
+/// their writing (BENCHMARKS.md). What is asserted is that nothing gets worse than that.
+#[test]
+fn curation_score_on_the_thirty_second_blind_log() {
+    holds_its_floor("blind32");
+}
+
+/// See [`curation_score_on_the_thirty_second_blind_log`].
+#[test]
+fn curation_score_on_the_thirty_third_blind_log() {
+    holds_its_floor("blind33");
+}
+
+/// See [`curation_score_on_the_thirty_second_blind_log`].
+#[test]
+fn curation_score_on_the_thirty_fourth_blind_log() {
+    holds_its_floor("blind34");
+}
+
 /// The curator's agent making the calls a careful human makes (which items say the same, which
 /// decision replaces which, what is local, what is general and in what words), on every
 /// labelled log: what the rules cannot see is then seen, and the rules still check each call
@@ -1059,7 +1082,7 @@ fn curation_score_with_the_agent_judging() {
         "blind7", "blind8", "blind9", "blind10", "blind11", "blind12", "blind13", "blind14",
         "blind15", "blind16", "blind17", "blind18", "blind19", "blind20", "blind21", "blind22",
         "blind23", "blind24", "blind25", "blind26", "blind27", "blind28", "blind29", "blind30",
-        "blind31",
+        "blind31", "blind32", "blind33", "blind34",
     ] {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;
