@@ -502,6 +502,12 @@ const NAME_SHARE: f64 = 5.0 / 6.0;
 /// for one.
 const VALUE_SHARE: f64 = 0.5;
 
+/// Flags that many tools take alike (`--yes`, `--force`): two entries naming one name no tool in
+/// common.
+const GENERIC_FLAGS: &[&str] = &[
+    "debug", "force", "help", "quiet", "silent", "verbose", "version", "yes",
+];
+
 /// The pairs of `nodes` (by number) that are the only two to name a flag of three letters or
 /// more (the words of flags begin with a backquote: see `similarity::read`), an identifier or a
 /// value of the mission (of the text of their first entry, read in `context`: the entries of a
@@ -516,6 +522,7 @@ fn sharing_a_name(nodes: &[&Node], context: &Context) -> BTreeMap<(usize, usize)
         let flags = words
             .iter()
             .filter(|w| w.starts_with('`') && w.trim_start_matches(['`', '-']).len() >= 3)
+            .filter(|w| !GENERIC_FLAGS.contains(&w.trim_start_matches(['`', '-'])))
             .cloned();
         let names = flags.chain(identifiers_of(&first.text)).map(|n| (n, false));
         let specifics = if may_name_a_value(&first.text) {
@@ -939,8 +946,11 @@ mod tests {
         assert_eq!(count(&log("-race"), 0.35), 1);
         // Not for a word: it is not a tool's option.
         assert_eq!(count(&log("racecheck"), 0.35), 2);
-        // Nor for a short flag, which means something else to every tool.
+        // Nor for a short flag, which means something else to every tool, nor for a flag that
+        // many tools take alike.
         assert_eq!(count(&log("-r"), 0.35), 2);
+        assert_eq!(count(&log("--yes"), 0.35), 2);
+        assert_eq!(count(&log("--race-yes"), 0.35), 1);
         // An identifier only two entries name is what they are about too.
         let log = |name: &str| {
             format!(
