@@ -21,7 +21,9 @@
 //!   code in common) graduates in the mode's own general words, not in one mission's; a failure
 //!   that tells a mode an identity line graduated from a failure tells is that line's
 //!   knowledge, whatever its tool; a lesson of formatting before committing is seen again only
-//!   where another mission's names the same tool (`prettier` is not `clang-format`);
+//!   where another mission's names the same tool (`prettier` is not `clang-format`); a lesson
+//!   one feature alone told in this mission graduates only in a mode's words (one feature here
+//!   and one there may each tell their project's own);
 //!
 //! and only when it is general and has a wording that names nothing of one mission
 //! ([hygiene](super::hygiene)).
@@ -800,6 +802,10 @@ fn earned(
         };
         let chosen = match general {
             Some(_) => wording(needed),
+            // A lesson one feature alone told here, as one feature alone did in another
+            // mission, may be each project's own ("the export writes one .md per note"); told
+            // again here by another feature, or telling a failure mode, it is known.
+            None if item.kind != Kind::Avoid && sources.len() < 2 => lesson(),
             None if !same_tool() => lesson().or_else(|| wording(needed)),
             None => wording(needed).or_else(lesson),
         };
@@ -1217,6 +1223,29 @@ mod tests {
     }
 
     #[test]
+    fn a_lesson_one_feature_alone_told_in_each_mission_does_not_graduate() {
+        let lesson = |feature: &str, day: u32| {
+            format!(
+                "[2026-05-{day:02}T10:00:00Z] worker {feature} LESSON: the export writes one .md \
+                 file per note with the tags as a YAML front matter block\n"
+            )
+        };
+        let (_, ledger) = graduated_in(
+            "m-1",
+            &items_of(&lesson("F-1", 1)),
+            &Ledger::default(),
+            None,
+        );
+        let (done, _) = graduated_in("m-2", &items_of(&lesson("F-9", 9)), &ledger, None);
+        assert_eq!(done, []);
+        // Told again here by another feature, it is known.
+        let twice = items_of(&format!("{}{}", lesson("F-8", 8), lesson("F-9", 9)));
+        let (done, _) = graduated_in("m-2", &twice, &ledger, None);
+        assert_eq!(done.len(), 1, "{done:?}");
+        assert!(done[0].reason.contains("2 missions"), "{}", done[0].reason);
+    }
+
+    #[test]
     fn the_agents_general_wordings_meet_across_missions() {
         let items = |text: &str, general: Option<&str>| {
             let mut items = items_of(text);
@@ -1321,9 +1350,11 @@ mod tests {
             "[2026-04-24T10:00:00Z] worker F-3 LESSON: forgot clang-format -i again and the \
              validator's format check failed; run it before each commit\n",
         );
+        // Told by two features of the second mission (one alone may tell its project's own).
         let second = |text: &str| {
             items_of(&format!(
-                "[2026-05-02T10:00:00Z] worker F-7 LESSON: {text}\n"
+                "[2026-05-02T10:00:00Z] worker F-7 LESSON: {text}\n\
+                 [2026-05-03T10:00:00Z] worker F-8 LESSON: {text}\n"
             ))
         };
         let (done, ledger) = graduated_in("m-1", &first, &Ledger::default(), None);
@@ -1426,9 +1457,12 @@ mod tests {
             "{}",
             done[0].line
         );
-        // A lesson of a third mission, like the first's failure in its words: that knowledge.
+        // A lesson of a third mission (two features told it), like the first's failure in its
+        // words: that knowledge.
         let third = items_of(
             "[2026-06-02T10:00:00Z] worker F-2 LESSON: ran anvil in the background to try the \
+             transfer, so the iteration never waited on it until the timeout\n\
+             [2026-06-03T10:00:00Z] worker F-4 LESSON: ran anvil in the background to try the \
              transfer, so the iteration never waited on it until the timeout\n",
         );
         let file = appended(Role::Worker, None, &[done[0].line.clone()]);
