@@ -1,7 +1,8 @@
 //! Memory hygiene (DESIGN.md, "Memory hygiene"): identity files are injected into every future
 //! prompt of their role, in every project, so only general knowledge graduates, in a wording
 //! that names nothing of one mission:
-//! - never a feature id, a run or mission id, or the project's name;
+//! - never a feature id, a run or mission id, or the project's name, nor feature ids in words
+//!   ("named with the feature id like the others": each mission names its features);
 //! - no path, value, address… ([`Specific`]) of one mission: one that another mission's wording
 //!   of the same knowledge names too is not of one mission (`psql -f drizzle/*.sql` in two
 //!   projects); values that the missions' wordings of a failure name differently are
@@ -379,6 +380,11 @@ fn without_one_mission(
     all: &[(Said, Analysis)],
     goal: &dyn Fn(&str) -> bool,
 ) -> Option<String> {
+    // Feature ids are each mission's own names, and so is a convention about them ("named
+    // with the feature id like the others").
+    if names_feature_ids(said.text) {
+        return None;
+    }
     let missions: BTreeSet<&str> = all.iter().map(|(s, _)| s.mission).collect();
     let mut placeholders = false;
     for (kind, token) in &analysis.specifics {
@@ -424,6 +430,19 @@ fn without_one_mission(
         };
         !placeholder || elsewhere(all, said.mission, token)
     }))
+}
+
+/// Whether `text` speaks of feature ids in words: "the feature id", "feature ids", "a
+/// feature's id".
+fn names_feature_ids(text: &str) -> bool {
+    let words = lowered_words(text);
+    let id = |word: &str| matches!(word, "id" | "ids");
+    words
+        .windows(2)
+        .any(|pair| pair[0] == "feature" && id(&pair[1]))
+        || words
+            .windows(3)
+            .any(|run| run[0] == "feature" && run[1] == "s" && id(&run[2]))
 }
 
 /// Whether `token` (lowercase, as read) follows a flag in `text` (`-p build/dev`).
@@ -944,6 +963,19 @@ mod tests {
             ),
         ];
         assert_eq!(general_wording(&own, &[], TWO, None), None);
+        // Nor one about feature ids in words.
+        let own = |text: &'static str| {
+            [
+                said(text, "web", &web, "F-001"),
+                said(text, "web", &web, "F-002"),
+            ]
+        };
+        let ids = own("each migration file is named with the feature id like the others");
+        assert_eq!(general_wording(&ids, &[], TWO, None), None);
+        let ids = own("each migration file is named with its feature's id like the others");
+        assert_eq!(general_wording(&ids, &[], TWO, None), None);
+        let plain = own("each migration file is named with its date like the others");
+        assert!(general_wording(&plain, &[], TWO, None).is_some());
         // The project's name never graduates; an identifier only when two features name it.
         let by = |second: &'static str| {
             [
