@@ -470,7 +470,7 @@ fn new_files(
 }
 
 /// The context in which a mission's entries are read: its project's name, the feature ids of
-/// its entries and the directories their paths name.
+/// its entries, the directories their paths name and the passwords they give.
 fn log_context(project: &str, lines: &[&log::Line]) -> Context {
     let features: BTreeSet<&str> = lines
         .iter()
@@ -480,6 +480,7 @@ fn log_context(project: &str, lines: &[&log::Line]) -> Context {
     let entries = || lines.iter().filter_map(|line| line.entry.as_ref().ok());
     Context::new(project, features)
         .with_directories_of(entries().map(|entry| entry.text.as_str()))
+        .with_passwords_in(entries().map(|entry| entry.text.as_str()))
         .with_names_chosen_in(
             entries()
                 .filter(|entry| entry.tag == Tag::Decision)

@@ -66,6 +66,8 @@ pub enum Specific {
     Path,
     /// A `name:qualifier` (an `npm run` script such as `db:seed`).
     Name,
+    /// A password given (`the password lantern-preview-7`).
+    Secret,
 }
 
 impl Specific {
@@ -83,6 +85,7 @@ impl Specific {
             Specific::Number => "<n>",
             Specific::Path => "<path>",
             Specific::Name => "<name>",
+            Specific::Secret => "<secret>",
         }
     }
 }
@@ -102,6 +105,8 @@ pub struct Context {
     directories: HashSet<String>,
     /// The identifiers its decisions name (`booking_status`): names the project chose.
     chosen: HashSet<String>,
+    /// The passwords its texts give (`the password lantern-preview-7`).
+    secrets: HashSet<String>,
 }
 
 impl Context {
@@ -120,6 +125,7 @@ impl Context {
             features: features.into_iter().map(str::to_lowercase).collect(),
             directories: HashSet::new(),
             chosen: HashSet::new(),
+            secrets: HashSet::new(),
         }
     }
 
@@ -146,6 +152,35 @@ impl Context {
     ) -> Self {
         self.chosen
             .extend(decisions.into_iter().flat_map(identifiers_of));
+        self
+    }
+
+    /// The context with the passwords that `texts` give: the token after "password",
+    /// "passphrase" or "passwd" (and an "is" or "was" after it) that looks like a value, with a
+    /// digit, `-` or `_` in it ("the password lantern-preview-7"; not "the passphrase files").
+    /// Such a token is the mission's wherever it stands ("asked for it (lantern-preview-7)").
+    pub fn with_passwords_in<'t>(mut self, texts: impl IntoIterator<Item = &'t str>) -> Self {
+        const NAMES: &[&str] = &["passphrase", "passwd", "password"];
+        for text in texts {
+            if !(text.contains("assw") || text.contains("assphrase")) {
+                continue;
+            }
+            let lowered = text.to_lowercase();
+            let words: Vec<&str> = lowered.split_whitespace().map(trimmed).collect();
+            for (at, word) in words.iter().enumerate() {
+                if !NAMES.contains(word) {
+                    continue;
+                }
+                let skip = usize::from(matches!(words.get(at + 1), Some(&("is" | "was"))));
+                let Some(value) = words.get(at + 1 + skip) else {
+                    continue;
+                };
+                let valued = value.contains(|c: char| c.is_ascii_digit() || c == '-' || c == '_');
+                if valued && !value.starts_with('<') && value.len() >= 4 {
+                    self.secrets.insert((*value).to_string());
+                }
+            }
+        }
         self
     }
 
@@ -501,6 +536,9 @@ fn specific(token: &str, context: &Context) -> Option<Specific> {
     if bytes.iter().all(u8::is_ascii_lowercase) {
         // A plain word (most tokens): at most the project's name.
         return context.names_project(token).then_some(Specific::Project);
+    }
+    if !context.secrets.is_empty() && context.secrets.contains(token) {
+        return Some(Specific::Secret);
     }
     // A possessive names its feature too ("F-007's rate-limit test").
     let owner = possessor(token).unwrap_or(token);
@@ -1013,6 +1051,31 @@ mod tests {
         // Without the paths that name them, two components could be prose or a tool's.
         assert!(paths(text, &Context::new("/p/tilecrush", ["F-001"])).is_empty());
         assert!(paths("bin/rails and/or sidekiq/testing", &context).is_empty());
+    }
+
+    #[test]
+    fn a_password_a_text_gives_is_the_missions_wherever_it_stands() {
+        let entries = [
+            "the smoke check logs in with the password lantern-preview-7",
+            "the passphrase is hunter_22 for the dev stack; the passphrase files stay local",
+        ];
+        let context = Context::new("/p/astrodocs", ["F-001"]).with_passwords_in(entries);
+        let secrets = |text: &str| -> Vec<String> {
+            analyse(text, &context)
+                .specifics
+                .into_iter()
+                .filter(|(kind, _)| *kind == Specific::Secret)
+                .map(|(_, token)| token)
+                .collect()
+        };
+        assert_eq!(
+            secrets("it asked for the password (lantern-preview-7)"),
+            ["lantern-preview-7"]
+        );
+        assert_eq!(secrets("export it: hunter_22"), ["hunter_22"]);
+        // A word after it is no value ("the passphrase files").
+        assert!(secrets("the passphrase files stay on the machines").is_empty());
+        assert!(context.secrets.len() == 2, "{:?}", context.secrets);
     }
 
     #[test]
