@@ -509,10 +509,11 @@ const GENERIC_FLAGS: &[&str] = &[
 ];
 
 /// The pairs of `nodes` (by number) that are the only two to name a flag of three letters or
-/// more (the words of flags begin with a backquote: see `similarity::read`), an identifier or a
-/// value of the mission (of the text of their first entry, read in `context`: the entries of a
-/// node differ at most in what is not a word), with the share of the threshold at which they
-/// are alike ([`NAME_SHARE`], or [`VALUE_SHARE`] when they share a value).
+/// more (the words of flags begin with a backquote: see `similarity::read`), an identifier, a
+/// value of the mission or words of a message they quote (of the text of their first entry,
+/// read in `context`: the entries of a node differ at most in what is not a word), with the
+/// share of the threshold at which they are alike ([`NAME_SHARE`], or [`VALUE_SHARE`] when
+/// they share a value or a message).
 fn sharing_a_name(nodes: &[&Node], context: &Context) -> BTreeMap<(usize, usize), f64> {
     let mut holders: HashMap<(String, bool), Vec<usize>> = HashMap::new();
     for (number, ((_, words), evidence)) in nodes.iter().enumerate() {
@@ -524,7 +525,10 @@ fn sharing_a_name(nodes: &[&Node], context: &Context) -> BTreeMap<(usize, usize)
             .filter(|w| w.starts_with('`') && w.trim_start_matches(['`', '-']).len() >= 3)
             .filter(|w| !GENERIC_FLAGS.contains(&w.trim_start_matches(['`', '-'])))
             .cloned();
-        let names = flags.chain(identifiers_of(&first.text)).map(|n| (n, false));
+        let names = flags
+            .chain(identifiers_of(&first.text))
+            .map(|n| (n, false))
+            .chain(quoted_runs(&first.text).into_iter().map(|n| (n, true)));
         let specifics = if may_name_a_value(&first.text) {
             analyse(&first.text, context).specifics
         } else {
@@ -554,6 +558,21 @@ fn sharing_a_name(nodes: &[&Node], context: &Context) -> BTreeMap<(usize, usize)
         }
     }
     pairs
+}
+
+/// The runs of three words in a row inside the double quotes of `text` (a message quoted: "the
+/// object has been modified; please apply…"), lowercase, marked as quoted.
+fn quoted_runs(text: &str) -> Vec<String> {
+    let mut runs = Vec::new();
+    for quoted in text.split('"').skip(1).step_by(2) {
+        let words: Vec<String> = quoted
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        runs.extend(words.windows(3).map(|run| format!("\"{}", run.join(" "))));
+    }
+    runs
 }
 
 /// The parts of a value that name it too: a host's port ("127.0.0.1:3307" and "-P 3307") and a
@@ -960,6 +979,32 @@ mod tests {
         };
         assert_eq!(count(&log("have_css"), 0.4), 1);
         assert_eq!(count(&log("havecss"), 0.4), 2);
+    }
+
+    #[test]
+    fn two_entries_that_alone_quote_a_message_are_one_item() {
+        let count = |quote: &str| {
+            let text = format!(
+                "[2026-04-24T10:00:00Z] worker F-1 LESSON: {quote}the object has been modified; \
+                 please apply your changes to the latest version{quote} is normal: return the \
+                 error and controller-runtime requeues\n\
+                 [2026-04-24T11:00:00Z] worker F-2 TRICK: adding the finalizer with a merge Patch \
+                 instead of Update avoids {quote}the object has been modified{quote} when the \
+                 status changes at the same time\n"
+            );
+            let lines = lines(&text);
+            let lines: Vec<&Line> = lines.iter().collect();
+            group(&lines, 0.3, 0.4, &Context::default(), &|| false)
+                .unwrap()
+                .len()
+        };
+        assert_eq!(count("\""), 1);
+        // The same words unquoted are prose, no message.
+        assert_eq!(count(""), 2);
+        assert_eq!(
+            quoted_runs("it said \"no such host\" and \"boom\""),
+            ["\"no such host"]
+        );
     }
 
     #[test]
