@@ -877,19 +877,26 @@ fn assert_merged_and_tidy(project: &Project, context: &str) {
         "{context}: worktrees left:\n{worktrees}"
     );
     let branches = project.git(&["branch", "--list", "harness/*"]);
-    // What each branch left holds that the base branch does not: why it was kept.
+    // What each branch left holds that the base branch does not (why it was kept), how it came
+    // and went (its reflog), and what its feature's state says of it.
     let ahead: String = branches
         .split_whitespace()
         .filter(|name| name.starts_with("harness/"))
         .map(|name| {
             let range = format!("HEAD..{name}");
             let log = project.git(&["log", "--format=%h %s (%an)", &range]);
-            format!("{name}, not in HEAD:\n{log}\n")
+            let reflog = project.git(&["reflog", "show", "--date=iso", name]);
+            let feature = name.trim_start_matches("harness/");
+            let state = project.read_state(&format!("runs/{feature}/state.json"));
+            format!(
+                "{name}, not in HEAD:\n{log}\nits reflog:\n{reflog}\n{feature}'s state:\n{state}\n"
+            )
         })
         .collect();
     assert!(
         branches.trim().is_empty(),
-        "{context}: branches left: {branches}\n{ahead}"
+        "{context}: branches left: {branches}\n{ahead}\nrun.sh's log ends with:\n{}",
+        tail_of(&project.root().join("run-sh.log"), 60)
     );
     let status = project.git(&[
         "status",
