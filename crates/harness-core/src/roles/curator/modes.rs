@@ -363,6 +363,19 @@ impl<'t> Words<'t> {
     }
 
     /// Whether it has a word of `set`.
+    /// Whether the text gives `flag` (`--fix`), as a whole token: not `--fixtures`.
+    pub(super) fn names_flag(&self, flag: &str) -> bool {
+        self.text.split_whitespace().any(|token| {
+            let token = token.trim_matches(|c: char| {
+                matches!(c, '`' | '\'' | '"' | ',' | ';' | ':' | '.' | '(' | ')')
+            });
+            token == flag
+                || token
+                    .strip_prefix(flag)
+                    .is_some_and(|rest| rest.starts_with('='))
+        })
+    }
+
     pub(super) fn has(&self, set: &[&str]) -> bool {
         self.words().any(|w| set.contains(&w))
     }

@@ -27,7 +27,9 @@ pub const FORMATTED: &str = "<formatted before committing>";
 pub const PRACTICES: &[Practice] = &[
     Practice {
         phrase: FORMATTED,
-        tells: |w| w.any(formatting) && (w.has(COMMITTED) || w.has(CHECKED)),
+        tells: |w| {
+            (w.any(formatting) || w.names_flag("--fix")) && (w.has(COMMITTED) || w.has(CHECKED))
+        },
     },
     Practice {
         phrase: "<the tests at hand>",
@@ -98,7 +100,8 @@ pub(super) fn told_in(words: &Words<'_>) -> Option<&'static Practice> {
     PRACTICES.iter().find(|practice| (practice.tells)(words))
 }
 
-/// A word of formatting: a formatter's name ends in one (`gofmt`, `gdformat`, `perltidy`,
+/// A word of formatting (and a linter's `--fix`, which formats as it fixes: `npx eslint --fix
+/// src` before committing is the same practice): a formatter's name ends in one (`gofmt`, `gdformat`, `perltidy`,
 /// `clang-format` split at its hyphen), or the project's style tool (`styler`, `stylua`), or it
 /// is the formatter of the JavaScript world, `prettier`.
 fn formatting(word: &str) -> bool {
@@ -222,6 +225,7 @@ mod tests {
             "styler::style_pkg() before committing, as always",
             "pushing C changes without git clang-format first: the job finds something",
             "the tidy check rejected the controller; I had not run perltidy with the rc file",
+            "a commit before npx eslint --fix src: the lint step fails on it every time",
         ] {
             assert_eq!(
                 phrase(text),
@@ -233,6 +237,7 @@ mod tests {
         for text in [
             "without a .ocamlformat file at the root dune fmt formats nothing",
             "prices are shown through the money format helper",
+            "pytest --fixtures lists them; the check failed on a missing one",
         ] {
             assert_eq!(phrase(text), None, "{text}");
         }
