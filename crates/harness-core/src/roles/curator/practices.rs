@@ -27,6 +27,8 @@ pub const FORMATTED: &str = "<formatted before committing>";
 pub const PRACTICES: &[Practice] = &[
     Practice {
         phrase: FORMATTED,
+        // A linter's `--fix` formats as it fixes: `npx eslint --fix src` before committing is
+        // this practice too.
         tells: |w| {
             (w.any(formatting) || w.names_flag("--fix")) && (w.has(COMMITTED) || w.has(CHECKED))
         },
@@ -100,8 +102,7 @@ pub(super) fn told_in(words: &Words<'_>) -> Option<&'static Practice> {
     PRACTICES.iter().find(|practice| (practice.tells)(words))
 }
 
-/// A word of formatting (and a linter's `--fix`, which formats as it fixes: `npx eslint --fix
-/// src` before committing is the same practice): a formatter's name ends in one (`gofmt`, `gdformat`, `perltidy`,
+/// A word of formatting: a formatter's name ends in one (`gofmt`, `gdformat`, `perltidy`,
 /// `clang-format` split at its hyphen), or the project's style tool (`styler`, `stylua`), or it
 /// is the formatter of the JavaScript world, `prettier`.
 fn formatting(word: &str) -> bool {

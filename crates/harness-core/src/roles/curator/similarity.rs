@@ -162,7 +162,10 @@ impl Context {
     pub fn with_passwords_in<'t>(mut self, texts: impl IntoIterator<Item = &'t str>) -> Self {
         const NAMES: &[&str] = &["passphrase", "passwd", "password"];
         for text in texts {
-            if !(text.contains("assw") || text.contains("assphrase")) {
+            if !["assw", "ASSW", "assphrase", "ASSPHRASE"]
+                .iter()
+                .any(|part| text.contains(part))
+            {
                 continue;
             }
             let lowered = text.to_lowercase();

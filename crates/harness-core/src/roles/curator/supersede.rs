@@ -37,24 +37,24 @@
 //!   a word inside code (`{:shift_changed, shift_id}`) names what the code carries; and one that
 //!   states no subject is alike in words only if it is outside its code too;
 //! - the newer says that it changes something ("now", "instead", "no more", "moved to", "moves
-//!   from", "replaces", "is removed", "goes up to", "raised to"…) and names what is rare in the older (a word of at most
-//!   [`RARE`] items, such as the tool it replaces), or is like it (a weighted similarity of
-//!   [`MARKED_SIMILARITY`] or more), or gives a name of it another number (the same thing at
-//!   another version: "the deployment target is iOS 16.0", "the app now needs iOS 17"; a release of
-//!   three parts needs no name: "the schemas are those of 1.27.0", "the oldest cluster is now 1.29:
-//!   kind runs v1.29.4"), or turns it around (it uses what the older excluded, "no autocast" then
-//!   "runs under torch.autocast", or excludes what the older did, "throwing an Error" then "nothing
-//!   throws any more"): "time handling moves to jiff: chrono cannot…" replaces "timestamps are
-//!   parsed with chrono", or names what the older says and calls it old ("the old header is no
-//!   longer read"); or, whatever the subject, it says that a file, a path or a name of code the
-//!   older names is gone ("we run on PostgreSQL now; var/cobbler.db is gone"), or a single name the
-//!   older says ("esbuild is dropped": words called gone may name another thing of their kind).
-//!   When it says what it replaces ("no more SMTP", "instead of stored keys"), it replaces only a
-//!   decision that names it (how many there were, "instead of one fixed amount", names nothing).
-//!   A change said after "so" or "because" in the same clause is what comes of the decision, not
-//!   one it announces. It replaces a decision that states its subject only if it names that
-//!   subject (a word of it, or one that begins or is begun by one: "time" for "timestamps") or
-//!   another version of it.
+//!   from", "replaces", "is removed", "goes up to", "raised to"…) and names what is rare in the
+//!   older (a word of at most [`RARE`] items, such as the tool it replaces), or is like it (a
+//!   weighted similarity of [`MARKED_SIMILARITY`] or more), or gives a name of it another number
+//!   (the same thing at another version: "the deployment target is iOS 16.0", "the app now needs
+//!   iOS 17"; a release of three parts needs no name: "the schemas are those of 1.27.0", "the
+//!   oldest cluster is now 1.29: kind runs v1.29.4"), or turns it around (it uses what the older
+//!   excluded, "no autocast" then "runs under torch.autocast", or excludes what the older did,
+//!   "throwing an Error" then "nothing throws any more"): "time handling moves to jiff: chrono
+//!   cannot…" replaces "timestamps are parsed with chrono", or names what the older says and calls
+//!   it old ("the old header is no longer read"); or, whatever the subject, it says that a file, a
+//!   path or a name of code the older names is gone ("we run on PostgreSQL now; var/cobbler.db is
+//!   gone"), or a single name the older says ("esbuild is dropped": words called gone may name
+//!   another thing of their kind). When it says what it replaces ("no more SMTP", "instead of
+//!   stored keys"), it replaces only a decision that names it (how many there were, "instead of one
+//!   fixed amount", names nothing). A change said after "so" or "because" in the same clause is
+//!   what comes of the decision, not one it announces. It replaces a decision that states its
+//!   subject only if it names that subject (a word of it, or one that begins or is begun by one:
+//!   "time" for "timestamps") or another version of it.
 //!
 //! Two decisions that open with different names of code ("the /cmd_vel subscription uses … depth
 //! 10", "the /scan subscription uses … depth 5") are on two subjects, however alike their words or
