@@ -1032,14 +1032,19 @@ mod tests {
         similarity(&words(a), &words(b))
     }
 
-    /// The tokens of `text` read as paths of one mission.
-    fn paths(text: &str, context: &Context) -> Vec<String> {
+    /// The tokens of `text` read as specific of one mission, of kind `wanted`.
+    fn of_kind(wanted: Specific, text: &str, context: &Context) -> Vec<String> {
         analyse(text, context)
             .specifics
             .into_iter()
-            .filter(|(kind, _)| *kind == Specific::Path)
+            .filter(|(kind, _)| *kind == wanted)
             .map(|(_, token)| token)
             .collect()
+    }
+
+    /// The tokens of `text` read as paths of one mission.
+    fn paths(text: &str, context: &Context) -> Vec<String> {
+        of_kind(Specific::Path, text, context)
     }
 
     #[test]
@@ -1063,14 +1068,7 @@ mod tests {
             "the passphrase is hunter_22 for the dev stack; the passphrase files stay local",
         ];
         let context = Context::new("/p/astrodocs", ["F-001"]).with_passwords_in(entries);
-        let secrets = |text: &str| -> Vec<String> {
-            analyse(text, &context)
-                .specifics
-                .into_iter()
-                .filter(|(kind, _)| *kind == Specific::Secret)
-                .map(|(_, token)| token)
-                .collect()
-        };
+        let secrets = |text: &str| of_kind(Specific::Secret, text, &context);
         assert_eq!(
             secrets("it asked for the password (lantern-preview-7)"),
             ["lantern-preview-7"]
