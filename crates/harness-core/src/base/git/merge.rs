@@ -2,7 +2,8 @@
 //! worktree) with `--no-ff`: all of it or nothing, and sound after a kill at any moment of an
 //! earlier try. A kill can leave lock files (removed when
 //! no live git holds them), a merge stopped with MERGE_HEAD (aborted when it is this branch's,
-//! or another of the caller's that no live git is still making),
+//! or another of the caller's, or one with no message — git killed between writing MERGE_HEAD
+//! and MERGE_MSG — that no live git is still making),
 //! or — killed after git updated the index and files but before it moved the branch — the merge's
 //! result in the index and the tree with nothing saying so, or killed while writing a file, that
 //! file gone or torn; that one is recognised (every change in the tree is one the merge makes,
@@ -118,11 +119,13 @@ fn settle_merge_in_progress(
     };
     let head = text.trim();
     let ours = head == tip || (!head.contains(char::is_whitespace) && is_ancestor(main, head, tip));
-    if !ours && !killed_of_kin(main, &dir, kin)? {
-        return Ok(Some(Merge::Refused(format!(
-            "another merge is in progress in {} (MERGE_HEAD): finish it or `git merge --abort` it",
-            main.display()
-        ))));
+    if !ours {
+        if let Some(why) = not_killed_of_kin(main, &dir, kin)? {
+            return Ok(Some(Merge::Refused(format!(
+                "another merge is in progress in {} (MERGE_HEAD; {why}): finish it or `git merge --abort` it",
+                main.display()
+            ))));
+        }
     }
     if let Err(error) = run(main, &["merge", "--abort"]) {
         return Ok(Some(Merge::Refused(format!(
@@ -132,16 +135,25 @@ fn settle_merge_in_progress(
     Ok(None)
 }
 
-/// Whether the merge in progress in `main` (git directory `dir`) is of the caller's kind, by
-/// the first line of its MERGE_MSG, and no live git is at work in that tree: a killed try.
-fn killed_of_kin(main: &Path, dir: &Path, kin: &dyn Fn(&str) -> bool) -> anyhow::Result<bool> {
+/// Why the merge in progress in `main` (git directory `dir`) is not a killed try, if it is not:
+/// a killed try is of the caller's kind, by the first line of its MERGE_MSG, or has no message
+/// at all, and no live git is at work in that tree. git writes MERGE_HEAD, then MERGE_MSG: a
+/// merge without a message is one whose git was killed between the two, whoever started it.
+fn not_killed_of_kin(
+    main: &Path,
+    dir: &Path,
+    kin: &dyn Fn(&str) -> bool,
+) -> anyhow::Result<Option<String>> {
     let message = std::fs::read_to_string(dir.join("MERGE_MSG")).unwrap_or_default();
-    if !kin(message.lines().next().unwrap_or_default()) {
-        return Ok(false);
+    let first = message.lines().next().unwrap_or_default();
+    let started_only = message.trim().is_empty();
+    if !started_only && !kin(first) {
+        return Ok(Some(format!("its message: {first:?}")));
     }
     let nested = nested_trees(main, &common_dir(main)?);
     let processes = stale::Processes::scan();
-    Ok(!processes.may_work_in(main, &nested, &dir.join("MERGE_HEAD")))
+    let at_work = processes.may_work_in(main, &nested, &dir.join("MERGE_HEAD"));
+    Ok(at_work.then(|| "a git process is at work in that tree".to_string()))
 }
 
 /// One `git merge --no-ff`; on a conflict the merge is aborted, never left half-done.
@@ -514,7 +526,10 @@ mod tests {
         branch_c(&main);
         git_ok(&main, &["merge", "--no-ff", "--no-commit", "c"]);
         let refused = merge_no_ff(&main, "main", "b", &tip, "Merge b", &kin).unwrap();
-        assert!(matches!(&refused, Merge::Refused(why) if why.contains("MERGE_HEAD")));
+        assert!(
+            matches!(&refused, Merge::Refused(why) if why.contains("MERGE_HEAD; its message: \"Merge branch 'c'\"")),
+            "{refused:?}"
+        );
         assert!(main.join(".git/MERGE_HEAD").exists());
     }
 
@@ -539,6 +554,33 @@ mod tests {
         assert_eq!(run(&main, &["status", "--porcelain"]).unwrap(), "");
     }
 
+    /// Regression (the parallel crash test under load, seed 1795959012223542471): git killed
+    /// after it wrote MERGE_HEAD and before MERGE_MSG left a merge with no message, taken for the
+    /// user's: every merge was refused for ever.
+    #[test]
+    fn a_killed_merge_without_its_message_is_aborted() {
+        for message in [None, Some("")] {
+            let (_dir, main, tip) = repository();
+            branch_c(&main);
+            git_ok(
+                &main,
+                &["merge", "--no-ff", "--no-commit", "-m", "Merge c", "c"],
+            );
+            match message {
+                None => std::fs::remove_file(main.join(".git/MERGE_MSG")).unwrap(),
+                Some(text) => std::fs::write(main.join(".git/MERGE_MSG"), text).unwrap(),
+            }
+            assert_eq!(
+                merge_no_ff(&main, "main", "b", &tip, "Merge b", &kin).unwrap(),
+                Merge::Merged,
+                "MERGE_MSG {message:?}"
+            );
+            assert!(is_ancestor(&main, &tip, "main"));
+            assert!(!main.join(".git/MERGE_HEAD").exists());
+            assert_eq!(run(&main, &["status", "--porcelain"]).unwrap(), "");
+        }
+    }
+
     /// A merge of the caller's kind that a live git may still be making is left to it.
     #[test]
     fn a_merge_of_the_callers_kind_with_a_git_at_work_in_the_tree_is_left_alone() {
@@ -559,7 +601,7 @@ mod tests {
         at_work.kill().unwrap();
         at_work.wait().unwrap();
         assert!(
-            matches!(&refused, Merge::Refused(why) if why.contains("MERGE_HEAD")),
+            matches!(&refused, Merge::Refused(why) if why.contains("a git process is at work")),
             "{refused:?}"
         );
         assert!(main.join(".git/MERGE_HEAD").exists());
