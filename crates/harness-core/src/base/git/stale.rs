@@ -139,17 +139,21 @@ mod tests {
         std::fs::write(&left, "").unwrap();
         let held = tree.join("HEAD.lock");
         let open = std::fs::File::create(&held).unwrap();
-        let removed = remove_stale(&[left.clone(), held.clone()], &tree, &nested);
-        assert_eq!(removed, std::slice::from_ref(&left));
+        // Another test's child between fork and exec holds a copy of every descriptor open at
+        // its fork for an instant (the file being written, say): once it has exec'd (the copy is
+        // close-on-exec), nobody holds the lock.
+        let removed_at_last = |locks: &[PathBuf]| {
+            (0..100).find_map(|_| {
+                let removed = remove_stale(locks, &tree, &nested);
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                (!removed.is_empty()).then_some(removed)
+            })
+        };
+        let removed = removed_at_last(&[left.clone(), held.clone()]);
+        assert_eq!(removed.as_deref(), Some(std::slice::from_ref(&left)));
         assert!(!left.exists() && held.exists());
         drop(open);
-        // Another test's child between fork and exec holds a copy of every descriptor for an
-        // instant: once it has exec'd (the copy is close-on-exec), nobody holds the lock.
-        let removed = (0..100).find_map(|_| {
-            let removed = remove_stale(std::slice::from_ref(&held), &tree, &nested);
-            std::thread::sleep(std::time::Duration::from_millis(10));
-            (!removed.is_empty()).then_some(removed)
-        });
+        let removed = removed_at_last(std::slice::from_ref(&held));
         assert_eq!(removed.as_deref(), Some(std::slice::from_ref(&held)));
     }
 
