@@ -522,8 +522,10 @@ fn sharing_a_name(nodes: &[&Node], context: &Context) -> BTreeMap<(usize, usize)
         };
         let flags = words
             .iter()
-            .filter(|w| w.starts_with('`') && w.trim_start_matches(['`', '-']).len() >= 3)
-            .filter(|w| !GENERIC_FLAGS.contains(&w.trim_start_matches(['`', '-'])))
+            .filter(|w| {
+                let name = w.trim_start_matches(['`', '-']);
+                w.starts_with('`') && name.len() >= 3 && !GENERIC_FLAGS.contains(&name)
+            })
             .cloned();
         let names = flags
             .chain(identifiers_of(&first.text))

@@ -362,13 +362,10 @@ impl<'t> Words<'t> {
         (0..self.spans.len()).map(|at| self.word(at))
     }
 
-    /// Whether it has a word of `set`.
     /// Whether the text gives `flag` (`--fix`), as a whole token: not `--fixtures`.
     pub(super) fn names_flag(&self, flag: &str) -> bool {
         self.text.split_whitespace().any(|token| {
-            let token = token.trim_matches(|c: char| {
-                matches!(c, '`' | '\'' | '"' | ',' | ';' | ':' | '.' | '(' | ')')
-            });
+            let token = super::similarity::trimmed(token);
             token == flag
                 || token
                     .strip_prefix(flag)
@@ -376,6 +373,7 @@ impl<'t> Words<'t> {
         })
     }
 
+    /// Whether it has a word of `set`.
     pub(super) fn has(&self, set: &[&str]) -> bool {
         self.words().any(|w| set.contains(&w))
     }

@@ -540,7 +540,7 @@ fn specific(token: &str, context: &Context) -> Option<Specific> {
         // A plain word (most tokens): at most the project's name.
         return context.names_project(token).then_some(Specific::Project);
     }
-    if !context.secrets.is_empty() && context.secrets.contains(token) {
+    if context.secrets.contains(token) {
         return Some(Specific::Secret);
     }
     // A possessive names its feature too ("F-007's rate-limit test").
@@ -1161,12 +1161,7 @@ mod tests {
     #[test]
     fn the_projects_name_is_in_a_token_whole_when_it_is_short() {
         let named = |project: &str, text: &str| {
-            analyse(text, &Context::new(project, ["F-001"]))
-                .specifics
-                .into_iter()
-                .filter(|(kind, _)| *kind == Specific::Project)
-                .map(|(_, token)| token)
-                .collect::<Vec<_>>()
+            of_kind(Specific::Project, text, &Context::new(project, ["F-001"]))
         };
         assert_eq!(
             named("/p/qtqmlapp", "cmake --target appqtqmlapp"),

@@ -233,7 +233,7 @@ struct Decision {
 }
 
 /// How often a decision says a thing is done ("the sensor is read every 10 seconds").
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone)]
 struct Period {
     /// The period, in seconds.
     seconds: f64,
@@ -1244,7 +1244,7 @@ fn period(text: &str, context: &Context) -> Option<Period> {
         ("week", 604800.0),
     ];
     let unit = |word: &str| {
-        let word = word.trim_end_matches([',', ';', '.', ')']);
+        let word = super::similarity::trimmed(word);
         let word = word
             .strip_suffix('s')
             .filter(|w| w.len() > 1)
