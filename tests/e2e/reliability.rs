@@ -26,7 +26,7 @@ use harness_core::spec::layout::StateDir;
 use harness_core::state::memory::Tag;
 use harness_core::state::notes;
 use harness_core::state::run_state::RunState;
-use harness_tests::{code, text, Project};
+use harness_tests::{code, proc_entries, text, Project};
 
 /// The kills a crash-injection run makes at least (`HARNESS_CRASH_KILLS` raises or lowers it).
 const KILLS: u32 = 100;
@@ -100,14 +100,8 @@ fn processes_of(project: &Project) -> Vec<(i32, Target)> {
     let workdir = project.workdir.display().to_string();
     let scenario = project.root().join("scenario.yaml").display().to_string();
     let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+    for (pid, dir) in proc_entries() {
+        let Ok(cmdline) = std::fs::read(dir.join("cmdline")) else {
             continue;
         };
         let args: Vec<String> = cmdline

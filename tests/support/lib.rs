@@ -452,22 +452,20 @@ pub fn wait_at_most(child: &mut std::process::Child, limit: Duration) -> std::pr
 /// test that waited in vain saw still running, to tell where it hung.
 fn process_tree(pid: u32) -> String {
     let mut processes: Vec<(u32, u32, String)> = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+    for (me, dir) in proc_entries() {
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
             continue;
         };
         // "pid (comm) state ppid …": the command may hold spaces and parentheses.
-        let Some((head, rest)) = stat.rsplit_once(") ") else {
+        let Some((_, rest)) = stat.rsplit_once(") ") else {
             continue;
         };
         let fields: Vec<&str> = rest.split_whitespace().collect();
-        let (Some(me), Some(parent)) = (
-            head.split_whitespace().next().and_then(|p| p.parse().ok()),
-            fields.get(1).and_then(|p| p.parse().ok()),
-        ) else {
+        let Some(parent) = fields.get(1).and_then(|p| p.parse().ok()) else {
             continue;
         };
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let me = me as u32;
+        let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
         let args = String::from_utf8_lossy(&cmdline).replace('\0', " ");
         let state = fields.first().copied().unwrap_or("?");
         processes.push((me, parent, format!("{me} {state} {}", args.trim())));
@@ -493,17 +491,22 @@ pub fn alive(pid: i32) -> bool {
     unsafe { libc::kill(pid, 0) == 0 }
 }
 
+/// The processes `/proc` shows: each one's pid and its directory there.
+pub fn proc_entries() -> Vec<(i32, std::path::PathBuf)> {
+    let entries = std::fs::read_dir("/proc").into_iter().flatten().flatten();
+    entries
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_string_lossy().parse::<i32>().ok()?;
+            Some((pid, entry.path()))
+        })
+        .collect()
+}
+
 /// Pids of live processes whose command line (arguments joined by spaces) contains `needle`.
 pub fn processes_matching(needle: &str) -> Vec<i32> {
     let mut pids = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return pids;
-    };
-    for entry in entries.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+    for (pid, dir) in proc_entries() {
+        let Ok(cmdline) = std::fs::read(dir.join("cmdline")) else {
             continue;
         };
         let cmdline = text(&cmdline).replace('\0', " ");
