@@ -735,6 +735,9 @@ const FLOORS: &[(&str, Least, [f64; 3], usize, usize)] = &[
     ("blind32", (10, 20), [0.99, 0.54, 0.82], 25, 2),
     ("blind33", (10, 20), [0.99, 0.39, 0.80], 27, 2),
     ("blind34", (10, 20), [0.84, 0.61, 0.79], 22, 2),
+    ("blind35", (10, 20), [0.83, 0.49, 0.84], 23, 1),
+    ("blind36", (10, 20), [0.90, 0.66, 0.93], 30, 2),
+    ("blind37", (10, 20), [0.91, 0.68, 0.80], 25, 0),
 ];
 
 /// Scores the blind log `name` and checks that it holds its floor (see [`FLOORS`]).
@@ -1065,6 +1068,24 @@ fn curation_score_on_the_thirty_fourth_blind_log() {
     holds_its_floor("blind34");
 }
 
+/// See [`curation_score_on_the_thirty_second_blind_log`].
+#[test]
+fn curation_score_on_the_thirty_fifth_blind_log() {
+    holds_its_floor("blind35");
+}
+
+/// See [`curation_score_on_the_thirty_second_blind_log`].
+#[test]
+fn curation_score_on_the_thirty_sixth_blind_log() {
+    holds_its_floor("blind36");
+}
+
+/// See [`curation_score_on_the_thirty_second_blind_log`].
+#[test]
+fn curation_score_on_the_thirty_seventh_blind_log() {
+    holds_its_floor("blind37");
+}
+
 /// The curator's agent making the calls a careful human makes (which items say the same, which
 /// decision replaces which, what is local, what is general and in what words), on every
 /// labelled log: what the rules cannot see is then seen, and the rules still check each call
@@ -1082,7 +1103,7 @@ fn curation_score_with_the_agent_judging() {
         "blind7", "blind8", "blind9", "blind10", "blind11", "blind12", "blind13", "blind14",
         "blind15", "blind16", "blind17", "blind18", "blind19", "blind20", "blind21", "blind22",
         "blind23", "blind24", "blind25", "blind26", "blind27", "blind28", "blind29", "blind30",
-        "blind31", "blind32", "blind33", "blind34",
+        "blind31", "blind32", "blind33", "blind34", "blind35", "blind36", "blind37",
     ] {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;
