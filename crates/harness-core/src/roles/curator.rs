@@ -23,6 +23,7 @@ pub mod hygiene;
 pub mod items;
 pub mod join;
 pub mod judgments;
+pub mod kinds;
 pub mod log;
 pub mod modes;
 pub mod practices;

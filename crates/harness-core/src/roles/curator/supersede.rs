@@ -32,6 +32,9 @@
 //!   the words before the other's ("the sensors are read every 60 seconds", "the board takes a
 //!   reading every five minutes"; not "the dashboard refreshes its charts every 5 s", "the
 //!   dashboard's session cookie expires every 12 hours");
+//! - they name two alternatives of one kind, and neither names the other's ("tracks are keyed by
+//!   a serial integer id", "tracks are identified by UUIDs"; see [`kinds`]), unless each states
+//!   its subject and the two share no word of it;
 //! - one states no subject and names every word of the subject of two words or more that the other
 //!   states ("parcels get bigint primary keys", "every table's primary key is a UUIDv7"), in prose:
 //!   a word inside code (`{:shift_changed, shift_id}`) names what the code carries; and one that
@@ -79,6 +82,7 @@ use crate::base::time::Timestamp;
 use super::hygiene;
 use super::items::{Item, Kind};
 use super::join::{self, Vocabulary};
+use super::kinds;
 use super::similarity::{is_unit, possessor, similarity, Context};
 use super::Cancelled;
 
@@ -230,6 +234,8 @@ struct Decision {
     opening: BTreeSet<String>,
     /// How often it says a thing is done, if it does (see [`period`]).
     period: Option<Period>,
+    /// The alternatives it names, by kind (see [`kinds`]).
+    alternatives: BTreeMap<&'static str, BTreeSet<&'static str>>,
 }
 
 /// How often a decision says a thing is done ("the sensor is read every 10 seconds").
@@ -290,6 +296,7 @@ impl Decision {
             settings: settings(text),
             opening: opening_code(text),
             period: period(text, context),
+            alternatives: kinds::named(text),
         }
     }
 
@@ -449,6 +456,17 @@ impl Decision {
             || other.acronyms.intersection(&self.initials).next().is_some()
             || self.other_version(other)
             || self.other_period(other)
+            || self.other_alternative(other)
+    }
+
+    /// Whether the two name two alternatives of one kind, and neither the other's ("tracks are
+    /// keyed by a serial integer id", "tracks are identified by UUIDs"), unless each states
+    /// its subject and the two share no word of it.
+    fn other_alternative(&self, other: &Decision) -> bool {
+        let apart = !self.about.is_empty()
+            && !other.about.is_empty()
+            && self.about.is_disjoint(&other.about);
+        !apart && kinds::other_alternative(&self.alternatives, &other.alternatives)
     }
 }
 
@@ -650,9 +668,11 @@ fn other_candidates(
             .chain(initials)
             .chain(named)
             .chain(decision.settings.keys())
-            .chain(decision.period.iter().flat_map(|p| &p.before));
+            .chain(decision.period.iter().flat_map(|p| &p.before))
+            .map(String::as_str)
+            .chain(decision.alternatives.keys().copied());
         for key in keys {
-            let earlier = by_key.entry(key.as_str()).or_default();
+            let earlier = by_key.entry(key).or_default();
             let start = earlier.len().saturating_sub(WINDOW);
             pairs.extend(earlier[start..].iter().map(|&older| (older, newer)));
             earlier.push(newer);
@@ -1509,6 +1529,39 @@ mod tests {
             "{found:?}"
         );
         assert_eq!(successor("nothing throws"), None, "{found:?}");
+    }
+
+    #[test]
+    fn another_alternative_of_one_kind_replaces_a_decision_in_other_words() {
+        let text = |older: &str, newer: &str| {
+            format!(
+                "[2026-04-24T10:00:00Z] worker F-001 DECISION: {older}\n\
+                 [2026-04-24T11:00:00Z] worker F-002 DECISION: the error handler logs every request body\n\
+                 [2026-04-25T10:00:00Z] worker F-003 DECISION: {newer}\n"
+            )
+        };
+        let items = grouped(&text(
+            "tracks are keyed by a serial integer id, returned as \"id\" in the JSON",
+            "every track gets a UUID made in Postgres; the URLs carry it",
+        ));
+        let found = successors(&items);
+        let successor = |start: &str| found.iter().find(|(t, _)| t.starts_with(start)).unwrap().1;
+        assert!(
+            successor("tracks").is_some_and(|s| s.starts_with("every track")),
+            "{found:?}"
+        );
+        assert_eq!(successor("the error handler"), None, "{found:?}");
+        // Each states its subject, and the two share no word of it: two things, each with its
+        // own keys.
+        let items = grouped(&text(
+            "the audit rows are keyed by a bigserial",
+            "uploaded files are keyed by a UUID",
+        ));
+        assert!(
+            items.iter().all(|item| item.superseded_by.is_none()),
+            "{:?}",
+            successors(&items)
+        );
     }
 
     #[test]
