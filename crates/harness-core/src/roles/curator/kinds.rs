@@ -1,8 +1,10 @@
 //! Alternatives: names that are one choice among others for one role, of which a project has one
-//! (the key of a record: `serial`, `uuid`, `ulid`; the query layer: `sqlalchemy`, `prisma`). Two decisions that name two
-//! alternatives of one kind, and neither the other's, decide the same thing in other words
-//! ("tracks are keyed by a serial integer id", "tracks are identified by UUIDs"). The kinds are
-//! general knowledge of the trade, not any project's: a name of one project is none of them.
+//! (the key of a record: `serial`, `uuid`, `ulid`; the query layer: `sqlalchemy`, `prisma`). Two
+//! decisions that name two alternatives of one kind, and neither the other's, decide the same
+//! thing in other words ("tracks are keyed by a serial integer id", "tracks are identified by
+//! UUIDs"). The kinds are general knowledge of the trade, not any project's: a name of one
+//! project is none of them. Kinds a project often has several of (databases, data formats) are
+//! none: "state lives in RocksDB" and "the counts go to a PostgreSQL table" are two things.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::OnceLock;

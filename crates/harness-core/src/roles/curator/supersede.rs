@@ -40,8 +40,9 @@
 //!   a word inside code (`{:shift_changed, shift_id}`) names what the code carries; and one that
 //!   states no subject is alike in words only if it is outside its code too;
 //! - the newer says that it changes something ("now", "instead", "no more", "moved to", "moves
-//!   from", "replaces", "is removed", "goes up to", "raised to"…) and names what is rare in the
-//!   older (a word of at most [`RARE`] items, such as the tool it replaces), or is like it (a
+//!   from", "replaces", "is removed", "goes up to", "raised to"…, or that a single name or a file
+//!   is gone: "Netlify is dropped", not "the extra calls are dropped") and names what is rare in
+//!   the older (a word of at most [`RARE`] items, such as the tool it replaces), or is like it (a
 //!   weighted similarity of [`MARKED_SIMILARITY`] or more), or gives a name of it another number
 //!   (the same thing at another version: "the deployment target is iOS 16.0", "the app now needs
 //!   iOS 17"; a release of three parts needs no name: "the schemas are those of 1.27.0", "the
@@ -262,8 +263,12 @@ impl Decision {
         };
         let decided = spaced(&decided(text));
         let first = spaced(first_clause(text));
-        let changes = has_in(&decided, CHANGES);
         let said_gone = said_gone(text);
+        let gone = gone(&said_gone);
+        let gone_names = gone_names(&said_gone, context);
+        // A name or a file said to be gone is a change announced ("Netlify is dropped"); what
+        // else is ("the extra calls are dropped") need not be.
+        let changes = has_in(&decided, CHANGES) || !gone.is_empty() || !gone_names.is_empty();
         let (about, head) = subject(text, context);
         let prose = prose(text, context);
         Self {
@@ -288,8 +293,8 @@ impl Decision {
             named: named(text, context),
             former: former(text, context),
             code: code_tokens(text),
-            gone: gone(&said_gone),
-            gone_names: gone_names(&said_gone, context),
+            gone,
+            gone_names,
             versions: versions(text),
             releases: releases(text),
             kept: kept(text, context),
@@ -1529,6 +1534,38 @@ mod tests {
             "{found:?}"
         );
         assert_eq!(successor("nothing throws"), None, "{found:?}");
+    }
+
+    #[test]
+    fn a_name_said_to_be_gone_announces_a_change() {
+        let text = |newer: &str| {
+            format!(
+                "[2026-04-24T10:00:00Z] worker F-001 DECISION: the site is deployed as static files from dist/ to Netlify\n\
+                 [2026-04-24T11:00:00Z] worker F-002 DECISION: every RemoteEvent is created by the server from the list in src/shared/Remotes.luau\n\
+                 [2026-04-25T10:00:00Z] worker F-003 DECISION: {newer}\n"
+            )
+        };
+        let items = grouped(&text(
+            "the site is published on GitHub Pages by a workflow on main; Netlify is dropped",
+        ));
+        let found = successors(&items);
+        let successor = |start: &str| found.iter().find(|(t, _)| t.starts_with(start)).unwrap().1;
+        assert!(
+            successor("the site is deployed")
+                .is_some_and(|s| s.starts_with("the site is published")),
+            "{found:?}"
+        );
+        assert_eq!(successor("every RemoteEvent"), None, "{found:?}");
+        // What else is dropped is no change to what was decided.
+        let items = grouped(&text(
+            "on top of the Remotes list, each server handler is rate-limited: at most 10 calls a \
+             second per player, the extra calls are dropped",
+        ));
+        assert!(
+            items.iter().all(|item| item.superseded_by.is_none()),
+            "{:?}",
+            successors(&items)
+        );
     }
 
     #[test]
