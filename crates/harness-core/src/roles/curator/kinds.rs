@@ -309,8 +309,8 @@ pub fn named(text: &str) -> BTreeMap<&'static str, BTreeSet<&'static str>> {
         let token = token.split('.').next().unwrap_or_default();
         // `auto-increment`: two words, one name; `bigserial-keyed`: one of them.
         let parts = token.split('-').filter(|p| !p.is_empty());
-        let joined = token.replace('-', "");
-        for candidate in parts.chain(std::iter::once(joined.as_str())) {
+        let joined = token.contains('-').then(|| token.replace('-', ""));
+        for candidate in parts.chain(joined.as_deref()) {
             if let Some((kind, name)) = alternative(candidate) {
                 found.entry(kind).or_default().insert(name);
             }
