@@ -1519,6 +1519,15 @@ mod tests {
             .collect()
     }
 
+    /// Asserts that no decision of `items` is replaced.
+    fn assert_none_replaced(items: &[Item]) {
+        assert!(
+            items.iter().all(|item| item.superseded_by.is_none()),
+            "{:?}",
+            successors(items)
+        );
+    }
+
     #[test]
     fn a_change_announced_replaces_one_decision() {
         let items = grouped(
@@ -1561,11 +1570,7 @@ mod tests {
             "on top of the Remotes list, each server handler is rate-limited: at most 10 calls a \
              second per player, the extra calls are dropped",
         ));
-        assert!(
-            items.iter().all(|item| item.superseded_by.is_none()),
-            "{:?}",
-            successors(&items)
-        );
+        assert_none_replaced(&items);
     }
 
     #[test]
@@ -1594,11 +1599,7 @@ mod tests {
             "the audit rows are keyed by a bigserial",
             "uploaded files are keyed by a UUID",
         ));
-        assert!(
-            items.iter().all(|item| item.superseded_by.is_none()),
-            "{:?}",
-            successors(&items)
-        );
+        assert_none_replaced(&items);
     }
 
     #[test]
@@ -1621,11 +1622,7 @@ mod tests {
         );
         // A subject of one word is too often named in passing.
         let items = grouped(&text("the body is JSON, never form data"));
-        assert!(
-            items.iter().all(|item| item.superseded_by.is_none()),
-            "{:?}",
-            successors(&items)
-        );
+        assert_none_replaced(&items);
     }
 
     #[test]
@@ -1667,11 +1664,7 @@ mod tests {
         let items = grouped(&text(
             "the test set is scored once per chosen model with macro F1 and never used to pick one",
         ));
-        assert!(
-            items.iter().all(|item| item.superseded_by.is_none()),
-            "{:?}",
-            successors(&items)
-        );
+        assert_none_replaced(&items);
         // The same subject, or one not stated: alike words still replace.
         let items = grouped(&text(
             "the model to keep is chosen by macro F1 on the held-out validation set",
@@ -1694,11 +1687,7 @@ mod tests {
              [2026-04-24T11:00:00Z] worker F-002 DECISION: tiles are re-encoded as lossless WebP by default\n\
              [2026-04-25T10:00:00Z] worker F-003 DECISION: tiles are processed in parallel on one fixed pool of workers\n",
         );
-        assert!(
-            items.iter().all(|item| item.superseded_by.is_none()),
-            "{:?}",
-            successors(&items)
-        );
+        assert_none_replaced(&items);
         // The same thing done otherwise, or a subject said without a participle: one subject.
         let items = grouped(
             "[2026-04-24T10:00:00Z] worker F-001 DECISION: tiles are decoded with libpng into RGBA8 images\n\
