@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::OnceLock;
 
 /// Each kind and its alternatives, lowercase, as a word of a text says them (`_` kept: a
-/// name of code is one word). A name of two kinds is of neither.
+/// name of code is one word). A name of two kinds is of neither. A kind's name is of two words:
+/// the decisions are looked up by it among their words, which it must never be.
 const KINDS: &[(&str, &[&str])] = &[
     (
         "record key",
@@ -59,7 +60,7 @@ const KINDS: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "sign-in",
+        "sign in",
         &[
             "auth0",
             "authjs",
@@ -127,7 +128,7 @@ const KINDS: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "bundler",
+        "js bundler",
         &[
             "browserify",
             "esbuild",
@@ -177,7 +178,7 @@ const KINDS: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "model",
+        "pretrained model",
         &[
             "bert",
             "convnext",
@@ -196,9 +197,12 @@ const KINDS: &[(&str, &[&str])] = &[
             "vit",
         ],
     ),
-    ("proxy", &["caddy", "envoy", "haproxy", "nginx", "traefik"]),
     (
-        "logging",
+        "reverse proxy",
+        &["caddy", "envoy", "haproxy", "nginx", "traefik"],
+    ),
+    (
+        "logging library",
         &[
             "bunyan",
             "log4j",
@@ -220,7 +224,7 @@ const KINDS: &[(&str, &[&str])] = &[
         &["chrono", "dayjs", "jiff", "luxon", "moment", "pendulum"],
     ),
     (
-        "charts",
+        "chart library",
         &[
             "altair",
             "bokeh",
@@ -234,7 +238,7 @@ const KINDS: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "styles",
+        "css styles",
         &["bootstrap", "bulma", "sass", "scss", "tailwind"],
     ),
     (
@@ -258,7 +262,7 @@ const KINDS: &[(&str, &[&str])] = &[
     ),
     ("object store", &["azureblob", "gcs", "minio", "r2", "s3"]),
     (
-        "templates",
+        "template engine",
         &[
             "askama",
             "blade",
@@ -276,9 +280,12 @@ const KINDS: &[(&str, &[&str])] = &[
             "twig",
         ],
     ),
-    ("mail", &["mailgun", "postmark", "sendgrid", "ses", "smtp"]),
+    (
+        "mail sender",
+        &["mailgun", "postmark", "sendgrid", "ses", "smtp"],
+    ),
     ("module format", &["amd", "cjs", "commonjs", "esm", "umd"]),
-    ("pagination", &["cursor", "keyset", "offset"]),
+    ("list pagination", &["cursor", "keyset", "offset"]),
 ];
 
 /// Other spellings of an alternative, and the alternative. Sorted.
@@ -389,6 +396,7 @@ mod tests {
         assert!(SPELLINGS.windows(2).all(|w| w[0].0 < w[1].0));
         for (kind, names) in KINDS {
             assert!(names.windows(2).all(|w| w[0] < w[1]), "{kind}");
+            assert!(kind.contains(' '), "{kind} could be a word");
         }
     }
 

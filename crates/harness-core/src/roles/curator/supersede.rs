@@ -632,7 +632,8 @@ fn numbered(
 }
 
 /// The pairs of decisions (by number) that the rules but the similarity of words may find:
-/// those that share a word of what they are about, an acronym or a name given a version, and
+/// those that share a word of what they are about, an acronym, a name given a version, a
+/// setting, a period's words or a kind of alternatives (by its name, which is no word), and
 /// each decision announcing a change with the ones before it; each pair within [`WINDOW`]
 /// decisions of each other.
 fn other_candidates(
