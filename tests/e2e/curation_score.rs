@@ -1048,9 +1048,10 @@ fn curation_score_on_the_thirty_first_blind_log() {
     holds_its_floor("blind31");
 }
 
-/// The thirty-second to thirty-fourth blind logs were written after the rules made with the
-/// thirty-first, by writers who did not read them; they were first scored with the rules of
-/// their writing (BENCHMARKS.md). What is asserted is that nothing gets worse than that.
+/// The thirty-second to thirty-seventh blind logs were written three at a time, each three
+/// after the rules made with the logs before them, by writers who did not read those rules; they
+/// were first scored with the rules of their writing (BENCHMARKS.md). What is asserted is that
+/// nothing gets worse than after the rules made with them.
 #[test]
 fn curation_score_on_the_thirty_second_blind_log() {
     holds_its_floor("blind32");

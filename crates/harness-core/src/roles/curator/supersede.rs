@@ -322,10 +322,13 @@ impl Decision {
     /// "the test set is scored once per chosen model" and "the model to keep is chosen by macro
     /// F1" share their words, not their subject.
     fn other_subject(&self, other: &Decision) -> bool {
-        !self.about.is_empty()
-            && !other.about.is_empty()
-            && self.about.is_disjoint(&other.about)
+        self.subjects_apart(other)
             && matches!((&self.action, &other.action), (Some(one), Some(two)) if one != two)
+    }
+
+    /// Whether each states what it is about and the two share no word of it.
+    fn subjects_apart(&self, other: &Decision) -> bool {
+        !self.about.is_empty() && !other.about.is_empty() && self.about.is_disjoint(&other.about)
     }
 
     /// Whether the two give one name another number ("the deployment target is iOS 16.0",
@@ -468,10 +471,8 @@ impl Decision {
     /// keyed by a serial integer id", "tracks are identified by UUIDs"), unless each states
     /// its subject and the two share no word of it.
     fn other_alternative(&self, other: &Decision) -> bool {
-        let apart = !self.about.is_empty()
-            && !other.about.is_empty()
-            && self.about.is_disjoint(&other.about);
-        !apart && kinds::other_alternative(&self.alternatives, &other.alternatives)
+        !self.subjects_apart(other)
+            && kinds::other_alternative(&self.alternatives, &other.alternatives)
     }
 }
 
